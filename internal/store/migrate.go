@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// migration is one schema step. Steps are applied in slice order, each in
+// its own transaction, and recorded in schema_migrations; a version is never
+// edited once released — later changes append a new step.
+type migration struct {
+	version int
+	name    string
+	sql     []string
+}
+
+// migrations is the ordered schema history.
+var migrations = []migration{
+	{1, "oauth and grants", []string{
+		`CREATE TABLE settings (
+			key TEXT PRIMARY KEY,
+			value TEXT NOT NULL
+		)`,
+		`CREATE TABLE oauth_clients (
+			id TEXT PRIMARY KEY,
+			secret_hash TEXT NOT NULL DEFAULT '',
+			name TEXT NOT NULL DEFAULT '',
+			redirect_uris TEXT NOT NULL,
+			auth_method TEXT NOT NULL,
+			metadata_document INTEGER NOT NULL DEFAULT 0,
+			created_at DATETIME NOT NULL,
+			used_at DATETIME
+		)`,
+		`CREATE INDEX oauth_clients_unused ON oauth_clients(used_at, created_at)`,
+		`CREATE TABLE grants (
+			id TEXT PRIMARY KEY,
+			client_id TEXT NOT NULL,
+			client_name TEXT NOT NULL DEFAULT '',
+			scopes TEXT NOT NULL,
+			project_ids TEXT NOT NULL,
+			epoch INTEGER NOT NULL DEFAULT 1,
+			global_epoch INTEGER NOT NULL,
+			created_at DATETIME NOT NULL,
+			expires_at DATETIME,
+			revoked_at DATETIME,
+			revoke_reason TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX grants_client ON grants(client_id)`,
+		`CREATE TABLE oauth_tokens (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			grant_id TEXT NOT NULL REFERENCES grants(id) ON DELETE CASCADE,
+			client_id TEXT NOT NULL,
+			parent_id INTEGER,
+			scope TEXT NOT NULL DEFAULT '',
+			redirect_uri TEXT NOT NULL DEFAULT '',
+			resource TEXT NOT NULL DEFAULT '',
+			code_hash TEXT UNIQUE,
+			code_challenge TEXT NOT NULL DEFAULT '',
+			code_challenge_method TEXT NOT NULL DEFAULT '',
+			code_created_at DATETIME,
+			code_expires_at DATETIME,
+			code_consumed_at DATETIME,
+			access_hash TEXT UNIQUE,
+			access_created_at DATETIME,
+			access_expires_at DATETIME,
+			refresh_hash TEXT UNIQUE,
+			refresh_created_at DATETIME,
+			refresh_expires_at DATETIME,
+			refresh_consumed_at DATETIME,
+			revoked_at DATETIME
+		)`,
+		`CREATE INDEX oauth_tokens_grant ON oauth_tokens(grant_id)`,
+		`CREATE TABLE audit_events (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			at DATETIME NOT NULL,
+			kind TEXT NOT NULL,
+			grant_ref TEXT NOT NULL DEFAULT '',
+			client_ref TEXT NOT NULL DEFAULT '',
+			detail TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX audit_events_at ON audit_events(at)`,
+		`INSERT INTO settings(key, value) VALUES ('global_epoch', '1')`,
+	}},
+	{2, "operations", []string{
+		// One row per (grant, execution, tool, operationId). execution_id is
+		// '' for operations that create an execution (project_control open).
+		`CREATE TABLE operations (
+			grant_id TEXT NOT NULL,
+			execution_id TEXT NOT NULL DEFAULT '',
+			tool TEXT NOT NULL,
+			operation_id BLOB NOT NULL,
+			request_hash TEXT NOT NULL,
+			state TEXT NOT NULL,
+			result BLOB,
+			created_at DATETIME NOT NULL,
+			completed_at DATETIME,
+			expires_at DATETIME NOT NULL,
+			PRIMARY KEY (grant_id, execution_id, tool, operation_id)
+		)`,
+		`CREATE INDEX operations_expires ON operations(expires_at)`,
+	}},
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	if err := db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY,
+		name TEXT NOT NULL,
+		applied_at DATETIME NOT NULL
+	)`).Error; err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var current int
+	if err := db.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
+		return fmt.Errorf("migrate: read version: %w", err)
+	}
+	if latest := migrations[len(migrations)-1].version; current > latest {
+		return fmt.Errorf("migrate: database schema version %d is newer than this binary (%d)", current, latest)
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		err := db.Transaction(func(tx *gorm.DB) error {
+			for _, stmt := range m.sql {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return tx.Exec(`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, s.now()).Error
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v).Error
+	return v, err
+}

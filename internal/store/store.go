@@ -1,0 +1,132 @@
+// Package store owns DevSpace's durable state: one SQLite database opened
+// through gorm and the glebarez pure-Go driver. Every other package reaches
+// the database only through the ctx-first methods defined here; gorm types
+// never leave the package.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// ErrNotFound is returned by lookups that match no row. Callers test it with
+// errors.Is; it is never wrapped into a client-visible message.
+var ErrNotFound = errors.New("not found")
+
+// FileName is the database file inside the state directory.
+const FileName = "devspace.db"
+
+// Store wraps the database. It is safe for concurrent use; SQLite serialises
+// writers and the DSN asks for BEGIN IMMEDIATE so read-modify-write
+// transactions wait on the busy timeout instead of failing with SQLITE_BUSY.
+type Store struct {
+	db  *gorm.DB
+	now func() time.Time
+}
+
+// Options tune Open. The zero value is the production default.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock. Zero means 5s.
+	BusyTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Open opens (creating if needed) STATE_DIR/devspace.db with WAL, a busy
+// timeout and immediate transactions, pings it and applies pending
+// migrations in order. The directory is created 0700 and the file made 0600.
+func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	path := filepath.Join(stateDir, FileName)
+	// Create the file ourselves so its mode is 0600 from the first byte.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open database file: %w", err)
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("chmod database file: %w", err)
+	}
+	busy := opts.BusyTimeout
+	if busy == 0 {
+		busy = 5 * time.Second
+	}
+	// Note: _time_format must not be added: with it the driver ignores _txlock.
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{db: db, now: func() time.Time { return now().UTC() }}
+	if err := s.migrate(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	// WAL side files inherit the process umask; tighten them too.
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if _, err := os.Stat(side); err == nil {
+			_ = os.Chmod(side, 0o600)
+		}
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping reports whether the database answers and accepts a write; /readyz
+// uses it.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.db.WithContext(ctx).Exec(
+		`INSERT INTO settings(key, value) VALUES('ready_probe', '1')
+		 ON CONFLICT(key) DO UPDATE SET value = excluded.value`).Error
+}
+
+// Now returns the store's clock reading (UTC).
+func (s *Store) Now() time.Time { return s.now() }
+
+func notFound(err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
