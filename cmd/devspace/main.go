@@ -1,14 +1,18 @@
+// Command devspace is the DevSpace server and its owner CLI.
 package main
 
 import (
-	_ "github.com/gin-gonic/gin"
-	_ "github.com/glebarez/sqlite"
-	_ "github.com/go-oauth2/oauth2/v4/manage"
-	_ "github.com/modelcontextprotocol/go-sdk/mcp"
-	_ "github.com/prometheus/client_golang/prometheus"
-	_ "golang.org/x/crypto/argon2"
-	_ "golang.org/x/oauth2"
-	_ "gorm.io/gorm"
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/devspace-dev/devspace/internal/app"
 )
 
-func main() {}
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app.Main(ctx, os.Args[1:], os.LookupEnv, app.IO{Stdout: os.Stdout, Stderr: os.Stderr})
+	stop()
+	os.Exit(code)
+}

@@ -96,7 +96,8 @@ func (r tokenRow) toToken() *Token {
 
 // CreateToken inserts t and sets t.ID. When t.ParentID is set the parent's
 // refresh token is consumed in the same transaction with a conditional
-// update: if it was already consumed (a replay, or a concurrent refresh that
+// update, and the parent's access token is retired with it: if it was
+// already consumed (a replay, or a concurrent refresh that
 // won the race) nothing is inserted and ErrConsumed is returned.
 func (s *Store) CreateToken(ctx context.Context, t *Token) error {
 	row := tokenRow{GrantID: t.GrantID, ClientID: t.ClientID, Scope: t.Scope, RedirectURI: t.RedirectURI,
@@ -111,7 +112,7 @@ func (s *Store) CreateToken(ctx context.Context, t *Token) error {
 		if t.ParentID != 0 {
 			res := tx.Model(&tokenRow{}).
 				Where("id = ? AND refresh_consumed_at IS NULL AND revoked_at IS NULL", t.ParentID).
-				Update("refresh_consumed_at", s.now())
+				Updates(map[string]any{"refresh_consumed_at": s.now(), "revoked_at": s.now()})
 			if res.Error != nil {
 				return res.Error
 			}

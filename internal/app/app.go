@@ -1,0 +1,211 @@
+// Package app wires DevSpace together: configuration, state, keys, the
+// OAuth server, the HTTP listeners and metrics. main stays tiny; the CLI
+// subcommands live here too (cli.go).
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/authstate"
+	"github.com/devspace-dev/devspace/internal/clientmeta"
+	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/httpserver"
+	"github.com/devspace-dev/devspace/internal/metrics"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/ratelimit"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// Key purposes derived from the master key. Changing one invalidates what
+// it protects (projectRefs, audit references, the control key).
+const (
+	purposeProjectRef = "project-ref"
+	purposeAuditRef   = "audit-ref"
+)
+
+// Options are test and embedding hooks; the zero value is production.
+type Options struct {
+	// AllowLoopbackMetadata lets client ID metadata documents be fetched
+	// from loopback (tests only).
+	AllowLoopbackMetadata bool
+	// MetadataHTTPClient is used with AllowLoopbackMetadata (tests only).
+	MetadataHTTPClient any
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// App is a wired DevSpace instance.
+type App struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	store   *store.Store
+	auth    *authstate.State
+	catalog *project.Catalog
+	metrics *metrics.Metrics
+	oauth   *oauth.Server
+	http    *httpserver.Server
+}
+
+// ErrNotInitialized is returned by New when `devspace init` has not run.
+var ErrNotInitialized = errors.New("DevSpace is not initialized: run `devspace init` first")
+
+// New opens state and keys and builds every component. Nothing listens
+// until Run.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
+	core, err := openCore(ctx, cfg, log, opts)
+	if err != nil {
+		return nil, err
+	}
+	a := core
+	a.http = httpserver.New(httpserver.Options{
+		PublicAddr: cfg.Listen, ControlAddr: cfg.ControlListen, MetricsAddr: cfg.MetricsListen,
+		AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxRequestBody,
+		Routes:     a.publicRoutes(),
+		Readiness:  a.readiness(),
+		Admin:      a,
+		ControlKey: a.auth.Derive(control.KeyPurpose),
+		Metrics:    a.metrics,
+		Logger:     log,
+	})
+	return a, nil
+}
+
+// openCore builds everything but the listeners; the CLI uses it to act on
+// the state directory when no server is running.
+func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
+	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
+	if errors.Is(err, authstate.ErrNotInitialized) {
+		return nil, ErrNotInitialized
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.StateDir, store.Options{Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]project.Spec, 0, len(cfg.Projects))
+	for _, p := range cfg.Projects {
+		specs = append(specs, project.Spec{Label: p.Label, Path: p.Path})
+	}
+	catalog, err := project.NewCatalog(auth.Derive(purposeProjectRef), specs)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	m := metrics.New()
+	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m}
+	var fetcher oauth.MetadataFetcher
+	fetcher = metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
+		HTTPClient: httpClient(opts.MetadataHTTPClient), Now: opts.Now})}
+	a.oauth = oauth.New(oauth.Options{
+		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: cfg.OAuthScopes,
+		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
+		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
+		Store: st, Password: auth, Projects: catalog,
+		Limiter:  ratelimit.New(ratelimit.Options{Now: opts.Now}),
+		Metadata: fetcher,
+		RefKey:   auth.Derive(purposeAuditRef),
+		Metrics:  m, Logger: log, Now: opts.Now,
+		OnGrantsRevoked: a.grantsRevoked,
+	})
+	m.GaugeFunc("grants_active", "Grants that are neither revoked nor expired.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		g, err := st.Grants(ctx, false)
+		if err != nil {
+			return 0
+		}
+		return float64(len(g))
+	})
+	return a, nil
+}
+
+// grantsRevoked is where executions and processes of revoked grants will
+// be closed (the MCP layer registers there).
+func (a *App) grantsRevoked(ctx context.Context, grantIDs []string) {
+	a.log.DebugContext(ctx, "grants revoked", "count", len(grantIDs))
+}
+
+func (a *App) publicRoutes() []httpserver.Route {
+	var routes []httpserver.Route
+	for _, r := range a.oauth.Routes() {
+		routes = append(routes, httpserver.Route{Method: r.Method, Path: r.Path, Handler: r.Handler})
+	}
+	return routes
+}
+
+func (a *App) readiness() []httpserver.ReadinessCheck {
+	return []httpserver.ReadinessCheck{
+		{Name: "database", Check: func(ctx context.Context) bool { return a.store.Ping(ctx) == nil }},
+		{Name: "keys", Check: func(context.Context) bool { return a.auth != nil }},
+		{Name: "projects", Check: func(context.Context) bool {
+			for _, ok := range a.catalog.CheckAccessible() {
+				if !ok {
+					return false
+				}
+			}
+			return true
+		}},
+	}
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully.
+func (a *App) Run(ctx context.Context) error {
+	if err := a.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	a.log.Info("shutting down")
+	return a.Shutdown(context.Background())
+}
+
+// Start binds the listeners and serves in the background.
+func (a *App) Start() error { return a.http.Start() }
+
+// Addrs returns the bound public, control and metrics addresses.
+func (a *App) Addrs() []net.Addr { return a.http.Addrs() }
+
+// Shutdown drains requests (up to 10 s) and closes state. Idempotent.
+func (a *App) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := a.http.Shutdown(ctx)
+	return errors.Join(err, a.Close())
+}
+
+// Close releases state without touching listeners.
+func (a *App) Close() error {
+	if a.store == nil {
+		return nil
+	}
+	err := a.store.Close()
+	a.store = nil
+	return err
+}
+
+// OAuth exposes the authorization server (token verification for /mcp).
+func (a *App) OAuth() *oauth.Server { return a.oauth }
+
+// PublicHandler, ControlHandler and MetricsHandler expose the engines for
+// in-process tests.
+func (a *App) PublicHandler() any { return a.http.PublicHandler() }
+
+// newLogger builds the slog logger from configuration.
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,498 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/authstate"
+	"github.com/devspace-dev/devspace/internal/buildinfo"
+	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// Env is the process environment the CLI reads (os.LookupEnv in main).
+type Env func(string) (string, bool)
+
+// IO bundles the CLI's streams.
+type IO struct {
+	Stdout, Stderr io.Writer
+}
+
+const usageText = `DevSpace — a self-hosted bridge between ChatGPT (or any MCP client) and your own code.
+
+Usage:
+  devspace [serve] [flags]          run the server (default)
+  devspace init [--force] [flags]   create state and print the Owner password once
+  devspace owner rotate-password    set a new Owner password (ends every grant)
+  devspace grants list [--all] [--json]
+  devspace grants revoke GRANT_ID
+  devspace grants revoke-all        end every grant (emergency)
+  devspace projects list [--json]
+  devspace doctor                   check configuration and state
+  devspace healthcheck              exit 0 when /healthz answers (for Docker)
+  devspace version
+
+Every command reads the same configuration (environment variables, or the
+flags below placed after the command name).
+
+`
+
+// Main runs the CLI and returns the process exit code.
+func Main(ctx context.Context, args []string, env Env, stdio IO) int {
+	cmd, rest := "serve", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = runServe(ctx, rest, env, stdio)
+	case "init":
+		err = runInit(ctx, rest, env, stdio)
+	case "owner":
+		if len(rest) == 0 || rest[0] != "rotate-password" {
+			err = usageError("usage: devspace owner rotate-password [flags]")
+			break
+		}
+		err = runRotate(ctx, rest[1:], env, stdio)
+	case "grants":
+		err = runGrants(ctx, rest, env, stdio)
+	case "projects":
+		if len(rest) == 0 || rest[0] != "list" {
+			err = usageError("usage: devspace projects list [--json] [flags]")
+			break
+		}
+		err = runProjects(ctx, rest[1:], env, stdio)
+	case "doctor":
+		err = runDoctor(ctx, rest, env, stdio)
+	case "healthcheck":
+		err = runHealthcheck(ctx, rest, env, stdio)
+	case "version":
+		bi := buildinfo.Get()
+		fmt.Fprintf(stdio.Stdout, "devspace %s %s %s\n", bi.Version, bi.Commit, bi.GoVersion)
+	case "help", "-h", "--help":
+		printUsage(stdio.Stdout)
+	default:
+		err = usageError(fmt.Sprintf("unknown command %q; run `devspace help`", cmd))
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(stdio.Stdout)
+		return 0
+	}
+	fmt.Fprintln(stdio.Stderr, "devspace:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usageText)
+	config.Usage(w)
+}
+
+// splitFlags separates command-specific flags (named in own) from the
+// configuration flags.
+func splitFlags(args []string, own map[string]bool) (mine, cfg []string) {
+	for _, a := range args {
+		name := strings.TrimLeft(a, "-")
+		if i := strings.IndexByte(name, '='); i >= 0 {
+			name = name[:i]
+		}
+		if strings.HasPrefix(a, "-") && own[name] {
+			mine = append(mine, a)
+			continue
+		}
+		cfg = append(cfg, a)
+	}
+	return mine, cfg
+}
+
+func loadConfig(args []string, env Env) (*config.Config, error) {
+	cfg, err := config.Load(args, env)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
+	cfg, err := loadConfig(args, env)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stdio.Stderr)
+	a, err := New(ctx, cfg, log, Options{})
+	if err != nil {
+		return err
+	}
+	log.Info("devspace starting", "version", buildinfo.Get().Version, "projects", len(cfg.Projects),
+		"public_base_url", cfg.PublicBaseURL)
+	return a.Run(ctx)
+}
+
+func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
+	mine, rest := splitFlags(args, map[string]bool{"force": true})
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	force := fs.Bool("force", false, "overwrite existing state (ends every grant)")
+	if err := fs.Parse(mine); err != nil {
+		return usageError(err.Error())
+	}
+	cfg, err := loadConfig(rest, env)
+	if err != nil {
+		return err
+	}
+	var password []byte
+	if cfg.OwnerPasswordFile != "" {
+		data, err := os.ReadFile(cfg.OwnerPasswordFile)
+		if err != nil {
+			return fmt.Errorf("DEVSPACE_OWNER_PASSWORD_FILE: %w", err)
+		}
+		password = []byte(strings.TrimRight(string(data), "\r\n"))
+	}
+	pw, err := authstate.Init(cfg.StateDir, authstate.InitOptions{Password: password, MasterKeyFile: cfg.MasterKeyFile, Force: *force})
+	if errors.Is(err, authstate.ErrExists) {
+		return fmt.Errorf("state already exists in %s; use `devspace init --force` to replace it (every grant ends)", cfg.StateDir)
+	}
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, cfg.StateDir, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if *force {
+		// A new master key changes every projectRef and reference: end
+		// whatever the old state authorized.
+		if _, _, err := st.BumpGlobalEpoch(ctx, "reinitialized"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdio.Stdout, "DevSpace state created in %s\n", cfg.StateDir)
+	if password == nil {
+		fmt.Fprintf(stdio.Stdout, "Owner password (shown once; store it in your password manager):\n\n    %s\n\n", pw)
+	} else {
+		fmt.Fprintln(stdio.Stdout, "Owner password taken from DEVSPACE_OWNER_PASSWORD_FILE.")
+	}
+	return nil
+}
+
+// withAdmin runs fn against the running server's control API, or, when no
+// server answers, against the state directory directly.
+func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) error) error {
+	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
+	if errors.Is(err, authstate.ErrNotInitialized) {
+		return ErrNotInitialized
+	}
+	if err != nil {
+		return err
+	}
+	client := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose))
+	err = fn(remoteAdmin{client})
+	if !control.IsUnavailable(err) {
+		return err
+	}
+	a, err := openCore(ctx, cfg, discardLogger(), Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return fn(a)
+}
+
+// adminAPI is what the CLI needs; both the control client and a local App
+// provide it.
+type adminAPI interface {
+	ListGrants(ctx context.Context, all bool) ([]oauth.GrantSummary, error)
+	RevokeGrant(ctx context.Context, id string) error
+	RevokeAll(ctx context.Context) (int, error)
+	RotatePassword(ctx context.Context, password []byte) (int, error)
+}
+
+type remoteAdmin struct{ c *control.Client }
+
+func (r remoteAdmin) ListGrants(ctx context.Context, all bool) ([]oauth.GrantSummary, error) {
+	return r.c.Grants(ctx, all)
+}
+func (r remoteAdmin) RevokeGrant(ctx context.Context, id string) error { return r.c.RevokeGrant(ctx, id) }
+func (r remoteAdmin) RevokeAll(ctx context.Context) (int, error)       { return r.c.RevokeAll(ctx) }
+func (r remoteAdmin) RotatePassword(ctx context.Context, pw []byte) (int, error) {
+	return r.c.RotatePassword(ctx, string(pw))
+}
+
+func runGrants(ctx context.Context, args []string, env Env, stdio IO) error {
+	if len(args) == 0 {
+		return usageError("usage: devspace grants list|revoke GRANT_ID|revoke-all")
+	}
+	sub, args := args[0], args[1:]
+	mine, rest := splitFlags(args, map[string]bool{"all": true, "json": true})
+	fs := flag.NewFlagSet("grants", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	all := fs.Bool("all", false, "include revoked and expired grants")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(mine); err != nil {
+		return usageError(err.Error())
+	}
+	var id string
+	if sub == "revoke" {
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+			return usageError("usage: devspace grants revoke GRANT_ID")
+		}
+		id, rest = rest[0], rest[1:]
+	}
+	cfg, err := loadConfig(rest, env)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		return withAdmin(ctx, cfg, func(adm adminAPI) error {
+			grants, err := adm.ListGrants(ctx, *all)
+			if err != nil {
+				return err
+			}
+			return printGrants(stdio.Stdout, grants, *asJSON)
+		})
+	case "revoke":
+		return withAdmin(ctx, cfg, func(adm adminAPI) error {
+			if err := adm.RevokeGrant(ctx, id); err != nil {
+				if errors.Is(err, oauth.ErrGrantNotFound) {
+					return fmt.Errorf("no grant with ID %s (see `devspace grants list --all`)", id)
+				}
+				return err
+			}
+			fmt.Fprintf(stdio.Stdout, "Grant %s revoked.\n", id)
+			return nil
+		})
+	case "revoke-all":
+		return withAdmin(ctx, cfg, func(adm adminAPI) error {
+			n, err := adm.RevokeAll(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.Stdout, "Revoked %d grant(s); every token and execution has ended.\n", n)
+			return nil
+		})
+	default:
+		return usageError(fmt.Sprintf("unknown grants command %q", sub))
+	}
+}
+
+func printGrants(w io.Writer, grants []oauth.GrantSummary, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if grants == nil {
+			grants = []oauth.GrantSummary{}
+		}
+		return enc.Encode(grants)
+	}
+	if len(grants) == 0 {
+		fmt.Fprintln(w, "No grants.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRANT\tCLIENT\tSCOPES\tPROJECTS\tCREATED\tSTATUS")
+	for _, g := range grants {
+		var projects []string
+		for _, p := range g.Projects {
+			label := p.Label
+			if label == "" {
+				label = p.Ref + " (removed)"
+			}
+			projects = append(projects, label)
+		}
+		status := "active"
+		if g.RevokedAt != nil {
+			status = "revoked (" + g.RevokeReason + ")"
+		} else if g.ExpiresAt != nil && g.ExpiresAt.Before(time.Now()) {
+			status = "expired"
+		}
+		name := g.ClientName
+		if name == "" {
+			name = g.ClientID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, name, strings.Join(g.Scopes, " "),
+			strings.Join(projects, ","), g.CreatedAt.Local().Format("2006-01-02 15:04"), status)
+	}
+	return tw.Flush()
+}
+
+func runRotate(ctx context.Context, args []string, env Env, stdio IO) error {
+	cfg, err := loadConfig(args, env)
+	if err != nil {
+		return err
+	}
+	var password []byte
+	generated := false
+	if cfg.OwnerPasswordFile != "" {
+		data, err := os.ReadFile(cfg.OwnerPasswordFile)
+		if err != nil {
+			return fmt.Errorf("DEVSPACE_OWNER_PASSWORD_FILE: %w", err)
+		}
+		password = []byte(strings.TrimRight(string(data), "\r\n"))
+	} else {
+		password = []byte(authstate.GeneratePassword())
+		generated = true
+	}
+	return withAdmin(ctx, cfg, func(adm adminAPI) error {
+		n, err := adm.RotatePassword(ctx, password)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Stdout, "Owner password changed; %d grant(s) ended.\n", n)
+		if generated {
+			fmt.Fprintf(stdio.Stdout, "New Owner password (shown once):\n\n    %s\n\n", password)
+		}
+		return nil
+	})
+}
+
+func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
+	mine, rest := splitFlags(args, map[string]bool{"json": true})
+	fs := flag.NewFlagSet("projects", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(mine); err != nil {
+		return usageError(err.Error())
+	}
+	cfg, err := loadConfig(rest, env)
+	if err != nil {
+		return err
+	}
+	a, err := openCore(ctx, cfg, discardLogger(), Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	projects := a.Projects()
+	if *asJSON {
+		if projects == nil {
+			projects = []control.ProjectInfo{}
+		}
+		enc := json.NewEncoder(stdio.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(projects)
+	}
+	if len(projects) == 0 {
+		fmt.Fprintln(stdio.Stdout, "No Projects configured; set DEVSPACE_PROJECTS.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LABEL\tPROJECT REF\tPATH\tACCESSIBLE")
+	for _, p := range projects {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", p.Label, p.Ref, p.Path, p.Accessible)
+	}
+	return tw.Flush()
+}
+
+func runHealthcheck(ctx context.Context, args []string, env Env, stdio IO) error {
+	cfg, err := loadConfig(args, env)
+	if err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	// Host must pass the allowlist: use the public host when it is known.
+	if len(cfg.AllowedHosts) > 0 {
+		req.Host = cfg.AllowedHosts[0]
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("unhealthy: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unhealthy: /healthz answered %s", resp.Status)
+	}
+	fmt.Fprintln(stdio.Stdout, "ok")
+	return nil
+}
+
+func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
+	out := stdio.Stdout
+	cfg, err := loadConfig(args, env)
+	if err != nil {
+		fmt.Fprintln(out, "✗ configuration:")
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(out, "    "+line)
+		}
+		return errors.New("configuration is invalid")
+	}
+	problems := 0
+	ok := func(format string, a ...any) { fmt.Fprintf(out, "✓ "+format+"\n", a...) }
+	bad := func(format string, a ...any) { problems++; fmt.Fprintf(out, "✗ "+format+"\n", a...) }
+	warn := func(format string, a ...any) { fmt.Fprintf(out, "! "+format+"\n", a...) }
+	ok("configuration is valid (%d Project(s))", len(cfg.Projects))
+	if fi, err := os.Stat(cfg.StateDir); err != nil {
+		bad("state directory %s: %v", cfg.StateDir, err)
+	} else if fi.Mode().Perm()&0o077 != 0 {
+		bad("state directory %s is accessible to other users (chmod 700)", cfg.StateDir)
+	} else {
+		ok("state directory %s", cfg.StateDir)
+	}
+	if _, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile); err != nil {
+		bad("auth.json: %v", err)
+	} else {
+		ok("auth.json loads; master key present")
+	}
+	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		bad("%s is accessible to other users (chmod 600)", store.FileName)
+	}
+	if st, err := store.Open(ctx, cfg.StateDir, store.Options{}); err != nil {
+		bad("database: %v", err)
+	} else {
+		v, _ := st.SchemaVersion(ctx)
+		ok("database opens (schema version %d)", v)
+		st.Close()
+	}
+	if !cfg.ControlIsLoopback() {
+		bad("control listener %s is not loopback", cfg.ControlListen)
+	} else {
+		ok("control listener %s is loopback-only", cfg.ControlListen)
+	}
+	if !cfg.MetricsIsLoopback() {
+		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)
+	}
+	for _, w := range cfg.Warnings() {
+		warn("%s", w)
+	}
+	if problems > 0 {
+		return fmt.Errorf("%d problem(s) found", problems)
+	}
+	return nil
+}

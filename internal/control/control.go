@@ -1,0 +1,159 @@
+// Package control is the owner's administrative API on the loopback-only
+// control listener: its wire types and the client the CLI uses. The CLI
+// authenticates with a key derived from auth.json, so only someone who can
+// read the state directory can call it.
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/oauth"
+)
+
+// KeyPurpose is the HKDF purpose of the control API key.
+const KeyPurpose = "control-api"
+
+// EncodeKey renders a derived key as the bearer value.
+func EncodeKey(key []byte) string { return hex.EncodeToString(key) }
+
+// ErrUnavailable means no server answered on the control address; the CLI
+// then works on the state directory directly.
+var ErrUnavailable = errors.New("control listener not reachable")
+
+// ProjectInfo describes one configured Project for `projects list`.
+type ProjectInfo struct {
+	Ref        string `json:"projectRef"`
+	Label      string `json:"label"`
+	Path       string `json:"path"`
+	Accessible bool   `json:"accessible"`
+}
+
+// RevokeAllResult reports how many grants an emergency action ended.
+type RevokeAllResult struct {
+	Revoked int `json:"revoked"`
+}
+
+// RotateRequest carries a new Owner password.
+type RotateRequest struct {
+	Password string `json:"password"`
+}
+
+// Error is the control API's error body.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Client calls the control API. The zero value is not usable; build it
+// with NewClient.
+type Client struct {
+	base string
+	key  string
+	http *http.Client
+}
+
+// NewClient returns a client for the control listener at addr (host:port).
+// A wildcard host is reached through loopback.
+func NewClient(addr string, key []byte) *Client {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	return &Client{base: "http://" + addr, key: EncodeKey(key), http: &http.Client{Timeout: 30 * time.Second}}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return fmt.Errorf("control request: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return fmt.Errorf("control response: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			if resp.StatusCode == http.StatusNotFound {
+				return fmt.Errorf("%w: %s", oauth.ErrGrantNotFound, e.Error)
+			}
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("control API answered %s", resp.Status)
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// Grants lists grants; all includes revoked and expired ones.
+func (c *Client) Grants(ctx context.Context, all bool) ([]oauth.GrantSummary, error) {
+	var out []oauth.GrantSummary
+	q := ""
+	if all {
+		q = "?all=1"
+	}
+	return out, c.do(ctx, http.MethodGet, "/v1/grants"+q, nil, &out)
+}
+
+// RevokeGrant revokes one grant.
+func (c *Client) RevokeGrant(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/v1/grants/"+url.PathEscape(id)+"/revoke", nil, nil)
+}
+
+// RevokeAll ends every grant.
+func (c *Client) RevokeAll(ctx context.Context) (int, error) {
+	var out RevokeAllResult
+	err := c.do(ctx, http.MethodPost, "/v1/revoke-all", nil, &out)
+	return out.Revoked, err
+}
+
+// RotatePassword sets a new Owner password; every grant ends.
+func (c *Client) RotatePassword(ctx context.Context, password string) (int, error) {
+	var out RevokeAllResult
+	err := c.do(ctx, http.MethodPost, "/v1/owner/rotate-password", RotateRequest{Password: password}, &out)
+	return out.Revoked, err
+}
+
+// Projects lists the configured Projects as the running server sees them.
+func (c *Client) Projects(ctx context.Context) ([]ProjectInfo, error) {
+	var out []ProjectInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/projects", nil, &out)
+}
+
+// IsUnavailable reports whether err means no server is running.
+func IsUnavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || (err != nil && strings.Contains(err.Error(), "connection refused"))
+}

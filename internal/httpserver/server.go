@@ -1,0 +1,303 @@
+// Package httpserver is the HTTP edge: three gin engines (public, control,
+// metrics) with explicit middleware, and the net/http servers that run
+// them. Domain packages hand it plain net/http handlers; gin types never
+// leave this package.
+package httpserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/metrics"
+	"github.com/devspace-dev/devspace/internal/oauth"
+)
+
+// Admin is what the control listener exposes; app implements it.
+type Admin interface {
+	ListGrants(ctx context.Context, all bool) ([]oauth.GrantSummary, error)
+	RevokeGrant(ctx context.Context, id string) error
+	RevokeAll(ctx context.Context) (int, error)
+	RotatePassword(ctx context.Context, password []byte) (int, error)
+	Projects() []control.ProjectInfo
+}
+
+// ReadinessCheck is one named /readyz check.
+type ReadinessCheck struct {
+	Name  string
+	Check func(ctx context.Context) bool
+}
+
+// Route is a public endpoint served by a plain handler.
+type Route struct {
+	Method  string
+	Path    string
+	Handler http.Handler
+}
+
+// Options configure the listeners.
+type Options struct {
+	PublicAddr, ControlAddr, MetricsAddr string
+	AllowedHosts                         []string
+	MaxBodyBytes                         int64
+	Routes                               []Route // public routes (OAuth, /mcp, …)
+	Readiness                            []ReadinessCheck
+	Admin                                Admin
+	ControlKey                           []byte // bearer key for the control API
+	Metrics                              *metrics.Metrics
+	Logger                               *slog.Logger
+}
+
+// Server owns the three listeners.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	servers []*http.Server
+	addrs   []net.Addr
+
+	mu       sync.Mutex
+	shutdown bool
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New builds the engines; nothing listens until Start.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: log.With("component", "http")}
+	s.servers = []*http.Server{
+		s.httpServer(opts.PublicAddr, s.publicEngine()),
+		s.httpServer(opts.ControlAddr, s.controlEngine()),
+		s.httpServer(opts.MetricsAddr, s.metricsEngine()),
+	}
+	return s
+}
+
+func (s *Server) httpServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+func (s *Server) base(name string) *gin.Engine {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	log := s.log.With("listener", name)
+	e.Use(recovery(log), requestID(), accessLog(log), instrument(s.opts.Metrics))
+	return e
+}
+
+// PublicHandler returns the public engine (for httptest servers).
+func (s *Server) PublicHandler() http.Handler { return s.servers[0].Handler }
+
+// ControlHandler returns the control engine (for httptest servers).
+func (s *Server) ControlHandler() http.Handler { return s.servers[1].Handler }
+
+// MetricsHandler returns the metrics engine (for httptest servers).
+func (s *Server) MetricsHandler() http.Handler { return s.servers[2].Handler }
+
+func (s *Server) publicEngine() *gin.Engine {
+	e := s.base("public")
+	e.Use(hostAllowlist(s.opts.AllowedHosts), bodyLimit(s.opts.MaxBodyBytes), securityHeaders())
+	e.GET("/healthz", func(c *gin.Context) {
+		c.Header("Cache-Control", "no-store")
+		c.JSON(http.StatusOK, gin.H{"status": "ok"})
+	})
+	e.GET("/readyz", s.readyz)
+	// We are not an OpenID provider; an explicit 404 keeps probing clients
+	// from guessing.
+	e.GET("/.well-known/openid-configuration", func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, gin.H{"error": "not an OpenID provider"})
+	})
+	for _, r := range s.opts.Routes {
+		e.Handle(r.Method, r.Path, gin.WrapH(r.Handler))
+	}
+	e.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"error": "not found"}) })
+	e.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"error": "method not allowed"}) })
+	return e
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	checks := make(map[string]bool, len(s.opts.Readiness))
+	ready := true
+	for _, rc := range s.opts.Readiness {
+		ok := rc.Check(ctx)
+		checks[rc.Name] = ok
+		ready = ready && ok
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(status, gin.H{"ready": ready, "checks": checks})
+}
+
+func (s *Server) metricsEngine() *gin.Engine {
+	e := s.base("metrics")
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.opts.Metrics.Registry, promhttp.HandlerOpts{})))
+	return e
+}
+
+func (s *Server) controlEngine() *gin.Engine {
+	e := s.base("control")
+	e.Use(bodyLimit(1<<20), s.controlAuth())
+	v1 := e.Group("/v1")
+	v1.GET("/grants", func(c *gin.Context) {
+		grants, err := s.opts.Admin.ListGrants(c.Request.Context(), c.Query("all") == "1")
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, grants)
+	})
+	v1.POST("/grants/:id/revoke", func(c *gin.Context) {
+		if err := s.opts.Admin.RevokeGrant(c.Request.Context(), c.Param("id")); err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.Status(http.StatusNoContent)
+	})
+	v1.POST("/revoke-all", func(c *gin.Context) {
+		n, err := s.opts.Admin.RevokeAll(c.Request.Context())
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, control.RevokeAllResult{Revoked: n})
+	})
+	v1.POST("/owner/rotate-password", func(c *gin.Context) {
+		var req control.RotateRequest
+		if err := json.NewDecoder(c.Request.Body).Decode(&req); err != nil || len(req.Password) < 8 {
+			c.JSON(http.StatusBadRequest, control.Error{Error: "a new password of at least 8 characters is required"})
+			return
+		}
+		n, err := s.opts.Admin.RotatePassword(c.Request.Context(), []byte(req.Password))
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, control.RevokeAllResult{Revoked: n})
+	})
+	v1.GET("/projects", func(c *gin.Context) { c.JSON(http.StatusOK, s.opts.Admin.Projects()) })
+	return e
+}
+
+// controlAuth requires the derived control key as a bearer token.
+func (s *Server) controlAuth() gin.HandlerFunc {
+	want := []byte("Bearer " + control.EncodeKey(s.opts.ControlKey))
+	return func(c *gin.Context) {
+		got := []byte(c.GetHeader("Authorization"))
+		if len(s.opts.ControlKey) == 0 || subtle.ConstantTimeCompare(got, want) != 1 {
+			c.AbortWithStatusJSON(http.StatusUnauthorized, control.Error{Error: "control key required"})
+			return
+		}
+		c.Next()
+	}
+}
+
+func (s *Server) controlError(c *gin.Context, err error) {
+	if errors.Is(err, oauth.ErrGrantNotFound) {
+		c.JSON(http.StatusNotFound, control.Error{Error: "no grant with that ID"})
+		return
+	}
+	s.log.ErrorContext(c.Request.Context(), "control request failed", "route", routeLabel(c), "err", err,
+		"request_id", RequestID(c.Request.Context()))
+	c.JSON(http.StatusInternalServerError, control.Error{Error: "internal error; see the server log"})
+}
+
+// Start binds all three listeners (failing fast if any address is taken)
+// and serves them in the background. Errors after start are logged.
+func (s *Server) Start() error {
+	var lns []net.Listener
+	for _, srv := range s.servers {
+		ln, err := net.Listen("tcp", srv.Addr)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", srv.Addr, err)
+		}
+		lns = append(lns, ln)
+	}
+	for i, srv := range s.servers {
+		s.addrs = append(s.addrs, lns[i].Addr())
+		go func(srv *http.Server, ln net.Listener) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("listener stopped", "addr", ln.Addr().String(), "err", err)
+			}
+		}(srv, lns[i])
+	}
+	s.log.Info("listening", "public", s.addrs[0].String(), "control", s.addrs[1].String(), "metrics", s.addrs[2].String())
+	return nil
+}
+
+// Addrs returns the bound public, control and metrics addresses after Start.
+func (s *Server) Addrs() []net.Addr { return s.addrs }
+
+// Shutdown stops accepting, waits for in-flight requests until ctx ends,
+// then closes what remains. It is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shutdown = true
+	s.mu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var emu sync.Mutex
+	for _, srv := range s.servers {
+		wg.Add(1)
+		go func(srv *http.Server) {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		}(srv)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loopbackHost reports whether a listen address is loopback-only.
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var _ = loopbackHost

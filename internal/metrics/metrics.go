@@ -1,0 +1,81 @@
+// Package metrics builds DevSpace's single Prometheus registry and the
+// collectors components share. Labels are bounded: never a path, a project
+// label, a grant ID or a token.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/devspace-dev/devspace/internal/buildinfo"
+)
+
+// Namespace prefixes every metric.
+const Namespace = "devspace"
+
+// Metrics holds the registry and the collectors. Build one with New in app
+// (or in a test); it is safe for concurrent use.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	HTTPRequests        *prometheus.CounterVec   // route, code
+	HTTPRequestDuration *prometheus.HistogramVec // route
+	ToolCalls           *prometheus.CounterVec   // tool, outcome
+	ToolCallDuration    *prometheus.HistogramVec // tool
+	OAuthTokensIssued   *prometheus.CounterVec   // grant_type
+	OAuthRefreshReplays prometheus.Counter
+	PathDenials         *prometheus.CounterVec // reason
+}
+
+// New creates a registry with Go, process and build-info collectors and the
+// DevSpace metrics registered.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	bi := buildinfo.Get()
+	m := &Metrics{
+		Registry: reg,
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "http_requests_total", Help: "HTTP requests by route template and status code.",
+		}, []string{"route", "code"}),
+		HTTPRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "http_request_duration_seconds", Help: "HTTP request latency by route template.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route"}),
+		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "tool_calls_total", Help: "MCP tool calls by tool and outcome.",
+		}, []string{"tool", "outcome"}),
+		ToolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "tool_call_duration_seconds", Help: "MCP tool call latency by tool.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"tool"}),
+		OAuthTokensIssued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "oauth_tokens_issued_total", Help: "Access tokens issued by grant type.",
+		}, []string{"grant_type"}),
+		OAuthRefreshReplays: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "oauth_refresh_replays_total", Help: "Consumed refresh tokens presented again (each revokes its grant).",
+		}),
+		PathDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "path_denials_total", Help: "Tool paths refused by containment, by reason.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: Namespace}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "build_info", Help: "Build information; always 1.",
+			ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion},
+		}, func() float64 { return 1 }),
+		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
+		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.PathDenials,
+	)
+	return m
+}
+
+// GaugeFunc registers a gauge whose value is read at scrape time (for
+// example grants_active from the store). fn must be cheap and safe to call
+// concurrently.
+func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: name, Help: help,
+	}, fn))
+}

@@ -1,0 +1,365 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+const (
+	maxPending      = 256
+	pendingTTL      = 10 * time.Minute
+	maxSelections   = 256
+	maxConsentForm  = 64 << 10
+	maxStateLen     = 1024
+	maxProjectsForm = 256
+)
+
+var codeChallengeRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+
+// authRequest is a validated authorization request awaiting consent.
+type authRequest struct {
+	clientID      string
+	clientName    string
+	redirectURI   string
+	state         string
+	codeChallenge string
+	scopes        []string // requested (defaulted) scopes
+	created       time.Time
+}
+
+// selection is the one-use step-2 token issued after a correct password.
+type selection struct {
+	req     *authRequest
+	expires time.Time
+}
+
+// Authorize serves GET/POST /oauth/authorize: the request itself, step 1
+// (password) and step 2 (Projects, scopes, decision).
+func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxConsentForm)
+		if err := r.ParseForm(); err != nil {
+			s.renderError(w, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		if !s.sameOrigin(r) {
+			s.renderError(w, http.StatusForbidden, "This form was submitted from another site.")
+			return
+		}
+		switch {
+		case r.PostForm.Has("selection"):
+			s.consentDecision(w, r)
+			return
+		case r.PostForm.Has("request"):
+			s.passwordStep(w, r)
+			return
+		}
+	}
+	req, redirectErr, pageErr := s.validateAuthorizeRequest(r.Context(), r.Form)
+	if pageErr != "" {
+		s.renderError(w, http.StatusBadRequest, pageErr)
+		return
+	}
+	if redirectErr != nil {
+		s.redirectWith(w, r, req.redirectURI, req.state, url.Values{
+			"error": {redirectErr.code}, "error_description": {redirectErr.description}})
+		return
+	}
+	id := randomValue("req_")
+	s.mu.Lock()
+	s.prunePendingLocked()
+	s.pending[id] = req
+	s.mu.Unlock()
+	s.renderPassword(w, http.StatusOK, id, req, "")
+}
+
+type authzError struct{ code, description string }
+
+// validateAuthorizeRequest checks an authorization request. Problems with
+// the client or redirect URI are shown as a page (never redirected: that
+// would be an open redirect); the rest are redirected to the validated URI.
+func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*authRequest, *authzError, string) {
+	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "scope", "resource", "code_challenge", "code_challenge_method"} {
+		if len(q[k]) > 1 {
+			return nil, nil, "The authorization request repeats the parameter " + k + "."
+		}
+	}
+	clientID := q.Get("client_id")
+	if clientID == "" {
+		return nil, nil, "The authorization request has no client_id."
+	}
+	client, err := s.lookupClient(ctx, clientID)
+	if err != nil {
+		return nil, nil, "This application is not registered with DevSpace (" + err.Error() + "). Remove and re-add the connector in your client."
+	}
+	redirect := q.Get("redirect_uri")
+	switch {
+	case redirect == "" && len(client.RedirectURIs) == 1:
+		redirect = client.RedirectURIs[0]
+	case redirect == "":
+		return nil, nil, "The authorization request has no redirect_uri."
+	case !slices.Contains(client.RedirectURIs, redirect):
+		return nil, nil, "The redirect URI does not match the application's registration."
+	}
+	if err := s.checkRedirectURI(redirect); err != nil {
+		return nil, nil, "The redirect URI is not allowed: " + err.Error() + "."
+	}
+	req := &authRequest{clientID: client.ID, clientName: client.Name, redirectURI: redirect,
+		state: q.Get("state"), created: s.now()}
+	if len(req.state) > maxStateLen {
+		req.state = ""
+		return req, &authzError{"invalid_request", "state is too long"}, ""
+	}
+	if rt := q.Get("response_type"); rt != "code" {
+		return req, &authzError{"unsupported_response_type", "only response_type=code is supported"}, ""
+	}
+	req.codeChallenge = q.Get("code_challenge")
+	if req.codeChallenge == "" {
+		return req, &authzError{"invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256"}, ""
+	}
+	if q.Get("code_challenge_method") != "S256" {
+		return req, &authzError{"invalid_request", "code_challenge_method must be S256"}, ""
+	}
+	if !codeChallengeRE.MatchString(req.codeChallenge) {
+		return req, &authzError{"invalid_request", "code_challenge is malformed"}, ""
+	}
+	if res, ok := q["resource"]; ok && res[0] != s.opts.Resource {
+		return req, &authzError{"invalid_target", "resource must be " + s.opts.Resource}, ""
+	}
+	req.scopes = parseScopes(q.Get("scope"))
+	if len(req.scopes) == 0 {
+		// ChatGPT omits scope after Disconnect → Connect: use the baseline.
+		req.scopes = []string{ScopeRead}
+	}
+	for _, sc := range req.scopes {
+		if !slices.Contains(s.opts.Scopes, sc) {
+			return req, &authzError{"invalid_scope", "scope " + sc + " is not offered by this server"}, ""
+		}
+	}
+	return req, nil, ""
+}
+
+// lookupClient finds a registered client or resolves a client ID metadata
+// document, caching it as a client row.
+func (s *Server) lookupClient(ctx context.Context, clientID string) (*store.Client, error) {
+	if s.opts.Metadata != nil && s.opts.Metadata.IsMetadataClientID(clientID) {
+		doc, err := s.opts.Metadata.Fetch(ctx, clientID)
+		if err != nil {
+			return nil, errors.New("its client metadata document could not be used")
+		}
+		c := &store.Client{ID: clientID, Name: cleanName(doc.Name), RedirectURIs: doc.RedirectURIs,
+			AuthMethod: "none", MetadataDocument: true}
+		if err := s.opts.Store.CreateClient(ctx, c, registrationLimits); err != nil {
+			return nil, errors.New("too many registered clients")
+		}
+		return c, nil
+	}
+	c, err := s.opts.Store.Client(ctx, clientID)
+	if err != nil {
+		return nil, errors.New("unknown client")
+	}
+	return c, nil
+}
+
+func (s *Server) prunePendingLocked() {
+	now := s.now()
+	for id, p := range s.pending {
+		if now.Sub(p.created) > pendingTTL {
+			delete(s.pending, id)
+		}
+	}
+	for id, sel := range s.selections {
+		if now.After(sel.expires) {
+			delete(s.selections, id)
+		}
+	}
+	for len(s.pending) >= maxPending {
+		var oldest string
+		for id, p := range s.pending {
+			if oldest == "" || p.created.Before(s.pending[oldest].created) {
+				oldest = id
+			}
+		}
+		delete(s.pending, oldest)
+	}
+}
+
+// passwordStep handles step 1: verify the Owner password with rate limits.
+func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
+	id := r.PostForm.Get("request")
+	s.mu.Lock()
+	req := s.pending[id]
+	s.mu.Unlock()
+	if req == nil || s.now().Sub(req.created) > pendingTTL {
+		s.renderError(w, http.StatusBadRequest, "This sign-in request expired. Start again from your client.")
+		return
+	}
+	keys := []string{"client:" + req.clientID, "addr:" + sourceAddr(r)}
+	if ok, wait := s.opts.Limiter.Allow(keys...); !ok {
+		w.Header().Set("Retry-After", retryAfterSeconds(wait))
+		s.renderPassword(w, http.StatusTooManyRequests, id, req,
+			"Too many wrong passwords. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
+		return
+	}
+	ok, err := s.opts.Password.VerifyPassword(r.Context(), []byte(r.PostForm.Get("password")))
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
+		s.renderError(w, http.StatusServiceUnavailable, "The password could not be checked. Try again.")
+		return
+	}
+	if !ok {
+		s.opts.Limiter.Failure(keys...)
+		s.audit(r.Context(), "owner_password_failed", "", req.clientID, nil)
+		s.renderPassword(w, http.StatusUnauthorized, id, req, "Wrong password.")
+		return
+	}
+	s.opts.Limiter.Success(keys...)
+	s.mu.Lock()
+	delete(s.pending, id)
+	token := s.newSelectionLocked(req)
+	s.mu.Unlock()
+	s.renderConsent(w, http.StatusOK, token, req, req.scopes, nil, "")
+}
+
+func (s *Server) newSelectionLocked(req *authRequest) string {
+	s.prunePendingLocked()
+	for len(s.selections) >= maxSelections {
+		for id := range s.selections {
+			delete(s.selections, id)
+			break
+		}
+	}
+	token := randomValue("sel_")
+	s.selections[token] = &selection{req: req, expires: s.now().Add(s.opts.SelectionTTL)}
+	return token
+}
+
+// consentDecision handles step 2. The selection token is single use.
+func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
+	token := r.PostForm.Get("selection")
+	s.mu.Lock()
+	sel := s.selections[token]
+	delete(s.selections, token)
+	s.mu.Unlock()
+	if sel == nil || s.now().After(sel.expires) {
+		s.renderError(w, http.StatusBadRequest, "This consent form expired or was already used. Start again from your client.")
+		return
+	}
+	req := sel.req
+	switch r.PostForm.Get("decision") {
+	case "deny":
+		s.redirectWith(w, r, req.redirectURI, req.state, url.Values{
+			"error": {"access_denied"}, "error_description": {"the owner denied the request"}})
+		return
+	case "approve":
+	default:
+		s.renderError(w, http.StatusBadRequest, "Choose Approve or Deny.")
+		return
+	}
+	chosenScopes := r.PostForm["scope"]
+	chosenProjects := r.PostForm["project"]
+	var scopes []string
+	for _, sc := range s.opts.Scopes { // offered order, only offered values
+		if slices.Contains(chosenScopes, sc) {
+			scopes = append(scopes, sc)
+		}
+	}
+	if !slices.Contains(scopes, ScopeRead) {
+		scopes = append([]string{ScopeRead}, scopes...) // every grant can at least read
+	}
+	var projects []string
+	for _, root := range s.opts.Projects.Roots() {
+		if slices.Contains(chosenProjects, root.Ref) {
+			projects = append(projects, root.Ref)
+		}
+	}
+	if len(projects) == 0 || len(chosenProjects) > maxProjectsForm {
+		s.mu.Lock()
+		next := s.newSelectionLocked(req)
+		s.mu.Unlock()
+		s.renderConsent(w, http.StatusBadRequest, next, req, scopes, chosenProjects, "Choose at least one Project.")
+		return
+	}
+	ctx := r.Context()
+	g := &store.Grant{ID: randomID(prefixGrant), ClientID: req.clientID, ClientName: req.clientName,
+		Scopes: scopes, ProjectIDs: projects}
+	if s.opts.GrantMaxLifetime > 0 {
+		exp := s.now().Add(s.opts.GrantMaxLifetime)
+		g.ExpiresAt = &exp
+	}
+	if err := s.opts.Store.CreateGrant(ctx, g); err != nil {
+		s.log.ErrorContext(ctx, "create grant", "err", err)
+		s.renderError(w, http.StatusInternalServerError, "The grant could not be saved. Try again.")
+		return
+	}
+	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
+		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(scopes, " "),
+		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256, Request: r,
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "issue authorization code", "err", err)
+		s.renderError(w, http.StatusInternalServerError, "The authorization could not be completed. Try again.")
+		return
+	}
+	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
+	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {ti.GetCode()}})
+}
+
+// redirectWith sends the browser to a validated redirect URI with params,
+// state and the RFC 9207 iss parameter.
+func (s *Server) redirectWith(w http.ResponseWriter, r *http.Request, redirectURI, state string, params url.Values) {
+	u, err := url.Parse(redirectURI)
+	if err != nil {
+		s.renderError(w, http.StatusBadRequest, "The redirect URI is invalid.")
+		return
+	}
+	q := u.Query()
+	for k, v := range params {
+		q[k] = v
+	}
+	if state != "" {
+		q.Set("state", state)
+	}
+	q.Set("iss", s.opts.Issuer)
+	u.RawQuery = q.Encode()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, u.String(), http.StatusFound)
+}
+
+// sameOrigin rejects a consent POST whose Origin header names another site.
+// Browsers send Origin on form posts; its absence (non-browser clients) is
+// tolerated because the one-use request and selection tokens carry the
+// CSRF protection.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o == "" || o == s.opts.Issuer
+}
+
+func sourceAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func retryAfterSeconds(d time.Duration) string {
+	secs := int((d + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	return strconv.Itoa(secs)
+}

@@ -1,0 +1,150 @@
+package oauth
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+)
+
+// The consent page is server-rendered and works without JavaScript. Its
+// CSP allows no external resource at all; form-action names the client's
+// redirect origin because the approving POST is answered with a redirect
+// there.
+var consentTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>DevSpace — {{.Title}}</title>
+<style>
+body{font:16px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#f5f6f8;color:#1d2330;margin:0}
+main{max-width:30rem;margin:3rem auto;background:#fff;border-radius:12px;padding:1.75rem 2rem;box-shadow:0 2px 12px rgba(0,0,0,.08)}
+h1{font-size:1.3rem;margin:0 0 1rem}
+.who{background:#eef2fb;border-radius:8px;padding:.75rem 1rem;margin-bottom:1rem}
+.who b{word-break:break-all}
+.err{background:#fdecea;color:#8a1c12;border-radius:8px;padding:.6rem .9rem;margin-bottom:1rem}
+label{display:block;margin:.35rem 0}
+fieldset{border:1px solid #d8dce5;border-radius:8px;margin:0 0 1rem;padding:.5rem 1rem}
+legend{font-weight:600;padding:0 .3rem}
+input[type=password]{width:100%;box-sizing:border-box;padding:.55rem;font-size:1rem;border:1px solid #b9c0cf;border-radius:6px;margin:.3rem 0 1rem}
+button{font-size:1rem;padding:.55rem 1.2rem;border-radius:6px;border:1px solid #2456c9;background:#2f66e0;color:#fff;cursor:pointer;margin-right:.5rem}
+button.secondary{background:#fff;color:#2456c9}
+code{font-size:.9em}
+small{color:#5b6475}
+</style></head><body><main>
+<h1>{{.Title}}</h1>
+{{if .Error}}<p class="err" role="alert">{{.Error}}</p>{{end}}
+{{if .Client}}<div class="who">
+<div>Application: <b>{{if .Client}}{{.Client}}{{else}}(unnamed){{end}}</b></div>
+<div>Returns to: <b>{{.RedirectHost}}</b></div>
+<div>Requests: {{range $i, $s := .Requested}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</div>
+</div>{{end}}
+{{if eq .Step 1}}
+<form method="post" action="/oauth/authorize">
+<input type="hidden" name="request" value="{{.Token}}">
+<label for="password">Owner password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
+<button type="submit">Continue</button>
+</form>
+<p><small>Only the owner of this DevSpace can approve access. Projects are listed after the password is checked.</small></p>
+{{else if eq .Step 2}}
+<form method="post" action="/oauth/authorize">
+<input type="hidden" name="selection" value="{{.Token}}">
+<fieldset><legend>Projects this application may use</legend>
+{{range .Projects}}<label><input type="checkbox" name="project" value="{{.Ref}}"{{if .Checked}} checked{{end}}> {{.Label}}</label>
+{{else}}<p>No Projects are approved in the server configuration (DEVSPACE_PROJECTS).</p>{{end}}
+</fieldset>
+<fieldset><legend>Permissions</legend>
+{{range .Scopes}}<label><input type="checkbox" name="scope" value="{{.Name}}"{{if .Checked}} checked{{end}}> <code>{{.Name}}</code> — {{.Meaning}}</label>
+{{end}}</fieldset>
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</form>
+{{end}}
+</main></body></html>
+`))
+
+type consentProject struct {
+	Ref, Label string
+	Checked    bool
+}
+
+type consentScope struct {
+	Name, Meaning string
+	Checked       bool
+}
+
+type consentPage struct {
+	Title        string
+	Step         int
+	Error        string
+	Client       string
+	RedirectHost string
+	Requested    []string
+	Token        string
+	Projects     []consentProject
+	Scopes       []consentScope
+}
+
+var scopeMeaning = map[string]string{
+	ScopeRead:    "list, open and read the chosen Projects",
+	ScopeWrite:   "change files in the chosen Projects",
+	ScopeExecute: "run commands in the chosen Projects",
+}
+
+func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string, p consentPage) {
+	h := w.Header()
+	formAction := "'self'"
+	if formTarget != "" {
+		formAction += " " + formTarget
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action "+formAction+"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := consentTemplate.Execute(w, p); err != nil {
+		s.log.Error("render consent page", "err", err)
+	}
+}
+
+func (s *Server) renderError(w http.ResponseWriter, status int, msg string) {
+	s.writePage(w, status, "", consentPage{Title: "Authorization failed", Error: msg})
+}
+
+func clientLabel(req *authRequest) string {
+	if req.clientName != "" {
+		return req.clientName
+	}
+	return "Unnamed application"
+}
+
+func redirectHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+func (s *Server) renderPassword(w http.ResponseWriter, status int, token string, req *authRequest, msg string) {
+	s.writePage(w, status, "", consentPage{Title: "Connect an application to DevSpace", Step: 1, Error: msg,
+		Client: clientLabel(req), RedirectHost: redirectHost(req.redirectURI), Requested: req.scopes, Token: token})
+}
+
+func (s *Server) renderConsent(w http.ResponseWriter, status int, token string, req *authRequest, checkedScopes, checkedProjects []string, msg string) {
+	p := consentPage{Title: "Choose what to share", Step: 2, Error: msg, Client: clientLabel(req),
+		RedirectHost: redirectHost(req.redirectURI), Requested: req.scopes, Token: token}
+	for _, root := range s.opts.Projects.Roots() {
+		p.Projects = append(p.Projects, consentProject{Ref: root.Ref, Label: root.Label,
+			Checked: slices.Contains(checkedProjects, root.Ref)})
+	}
+	for _, sc := range s.opts.Scopes {
+		p.Scopes = append(p.Scopes, consentScope{Name: sc, Meaning: scopeMeaning[sc],
+			Checked: slices.Contains(checkedScopes, sc)})
+	}
+	s.writePage(w, status, redirectOrigin(req.redirectURI), p)
+}

@@ -1,0 +1,324 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+	liberrors "github.com/go-oauth2/oauth2/v4/errors"
+
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+const maxTokenForm = 64 << 10
+
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+	Scope        string `json:"scope"`
+}
+
+// Token serves POST /oauth/token for authorization_code and refresh_token.
+func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
+	form, perr := readForm(w, r)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	client, perr := s.authenticateClient(r, form)
+	if perr != nil {
+		if perr.Code == "invalid_client" && r.Header.Get("Authorization") != "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="devspace"`)
+		}
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	if res, ok := form["resource"]; ok && res[0] != s.opts.Resource {
+		writeError(w, "invalid_target", "resource must be "+s.opts.Resource)
+		return
+	}
+	switch form.Get("grant_type") {
+	case "authorization_code":
+		s.exchangeCode(w, r, form, client)
+	case "refresh_token":
+		s.refresh(w, r, form, client)
+	case "":
+		writeError(w, "invalid_request", "grant_type is required")
+	default:
+		writeError(w, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+	}
+}
+
+// readForm parses a bounded urlencoded body and rejects repeated
+// parameters (RFC 6749 §3.2).
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolError) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
+		return nil, &protocolError{"invalid_request", "the body must be application/x-www-form-urlencoded"}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
+	if err := r.ParseForm(); err != nil {
+		return nil, &protocolError{"invalid_request", "the body could not be parsed"}
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			return nil, &protocolError{"invalid_request", "parameter " + k + " is repeated"}
+		}
+	}
+	return r.PostForm, nil
+}
+
+// authenticateClient applies the client's registered authentication: HTTP
+// Basic or client_secret_post must match the stored hash; a public client
+// ("none") may omit the secret but a presented secret must still match.
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *protocolError) {
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		if form.Has("client_secret") {
+			return nil, &protocolError{"invalid_request", "use one client authentication method"}
+		}
+		var err error
+		if id, err = url.QueryUnescape(id); err != nil {
+			return nil, &protocolError{"invalid_client", "client authentication failed"}
+		}
+		if secret, err = url.QueryUnescape(secret); err != nil {
+			return nil, &protocolError{"invalid_client", "client authentication failed"}
+		}
+		if fid := form.Get("client_id"); fid != "" && fid != id {
+			return nil, &protocolError{"invalid_client", "client authentication failed"}
+		}
+	} else {
+		id, secret = form.Get("client_id"), form.Get("client_secret")
+	}
+	if id == "" {
+		return nil, &protocolError{"invalid_client", "client_id is required"}
+	}
+	c, err := s.opts.Store.Client(r.Context(), id)
+	if err != nil {
+		return nil, &protocolError{"invalid_client", "client authentication failed"}
+	}
+	if secret == "" {
+		if c.AuthMethod != "none" {
+			return nil, &protocolError{"invalid_client", "client authentication failed"}
+		}
+		return c, nil
+	}
+	if !secretMatches(secret, c.SecretHash) {
+		return nil, &protocolError{"invalid_client", "client authentication failed"}
+	}
+	return c, nil
+}
+
+func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
+	ctx := r.Context()
+	code := form.Get("code")
+	if code == "" {
+		writeError(w, "invalid_request", "code is required")
+		return
+	}
+	if form.Get("code_verifier") == "" {
+		writeError(w, "invalid_request", "code_verifier is required (PKCE S256)")
+		return
+	}
+	row, err := s.opts.Store.TokenByCodeHash(ctx, hashSecret(code))
+	if err != nil {
+		writeError(w, "invalid_grant", "the authorization code is invalid")
+		return
+	}
+	if row.CodeConsumedAt != nil {
+		s.codeReused(ctx, row)
+		writeError(w, "invalid_grant", "the authorization code was already used")
+		return
+	}
+	if row.ClientID != client.ID || row.RevokedAt != nil ||
+		row.CodeExpiresAt == nil || !s.now().Before(*row.CodeExpiresAt) {
+		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
+		return
+	}
+	redirect := form.Get("redirect_uri")
+	if redirect == "" {
+		redirect = row.RedirectURI
+	}
+	if redirect != row.RedirectURI {
+		writeError(w, "invalid_grant", "redirect_uri does not match the authorization request")
+		return
+	}
+	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	ti, err := s.manager.GenerateAccessToken(ctx, libGrantCode, &oauth2.TokenGenerateRequest{
+		ClientID: client.ID, ClientSecret: form.Get("client_secret"), RedirectURI: redirect, Code: code,
+		CodeVerifier: form.Get("code_verifier"), Request: r,
+	})
+	switch {
+	case errors.Is(err, store.ErrConsumed):
+		// A concurrent exchange of the same code won the race.
+		s.codeReused(ctx, row)
+		writeError(w, "invalid_grant", "the authorization code was already used")
+		return
+	case err != nil:
+		s.tokenFailure(w, r, err)
+		return
+	}
+	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("authorization_code").Inc()
+	s.writeTokens(w, ti)
+}
+
+// codeReused revokes what a replayed code produced: its whole grant.
+func (s *Server) codeReused(ctx context.Context, row *store.Token) {
+	s.revokeGrants(ctx, []string{row.GrantID}, "code_reuse")
+	s.audit(ctx, "oauth_code_reuse_detected", row.GrantID, row.ClientID, nil)
+}
+
+func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
+	ctx := r.Context()
+	rt := form.Get("refresh_token")
+	if rt == "" {
+		writeError(w, "invalid_request", "refresh_token is required")
+		return
+	}
+	row, err := s.opts.Store.TokenByRefreshHash(ctx, hashSecret(rt))
+	if err != nil {
+		writeError(w, "invalid_grant", "the refresh token is invalid")
+		return
+	}
+	// The library does not bind the refresh token to the client; we do.
+	if row.ClientID != client.ID {
+		s.audit(ctx, "oauth_refresh_client_mismatch", row.GrantID, client.ID, nil)
+		writeError(w, "invalid_grant", "the refresh token was not issued to this client")
+		return
+	}
+	if row.RefreshConsumedAt != nil {
+		s.refreshReplayed(ctx, row)
+		writeError(w, "invalid_grant", "the refresh token was already used; the grant is revoked")
+		return
+	}
+	if row.RevokedAt != nil || (row.RefreshExpiresAt != nil && !s.now().Before(*row.RefreshExpiresAt)) {
+		writeError(w, "invalid_grant", "the refresh token is expired or revoked")
+		return
+	}
+	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	// A refresh may narrow scope, never widen it (the library would widen).
+	requested := parseScopes(form.Get("scope"))
+	have := parseScopes(row.Scope)
+	for _, sc := range requested {
+		if !slices.Contains(have, sc) {
+			writeError(w, "invalid_scope", "a refresh cannot add scope "+sc)
+			return
+		}
+	}
+	ti, err := s.manager.RefreshAccessToken(ctx, &oauth2.TokenGenerateRequest{
+		ClientID: client.ID, ClientSecret: form.Get("client_secret"), Refresh: rt,
+		Scope: strings.Join(requested, " "), Request: r,
+	})
+	switch {
+	case errors.Is(err, store.ErrConsumed):
+		// Lost a race with a concurrent use of the same token: that is a
+		// replay as far as we can tell, so the grant ends.
+		s.refreshReplayed(ctx, row)
+		writeError(w, "invalid_grant", "the refresh token was already used; the grant is revoked")
+		return
+	case err != nil:
+		s.tokenFailure(w, r, err)
+		return
+	}
+	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("refresh_token").Inc()
+	s.writeTokens(w, ti)
+}
+
+// refreshReplayed revokes the grant a consumed refresh token belongs to,
+// and only that grant.
+func (s *Server) refreshReplayed(ctx context.Context, row *store.Token) {
+	s.opts.Metrics.OAuthRefreshReplays.Inc()
+	s.revokeGrants(ctx, []string{row.GrantID}, "refresh_replay")
+	s.audit(ctx, "oauth_refresh_token_replay_detected", row.GrantID, row.ClientID, nil)
+}
+
+// checkGrantActive refuses to issue tokens for a revoked, expired or
+// superseded grant.
+func (s *Server) checkGrantActive(ctx context.Context, grantID string) *protocolError {
+	g, err := s.opts.Store.Grant(ctx, grantID)
+	if err != nil {
+		return &protocolError{"invalid_grant", "the grant no longer exists"}
+	}
+	epoch, err := s.opts.Store.GlobalEpoch(ctx)
+	if err != nil {
+		return &protocolError{"server_error", "try again"}
+	}
+	if err := s.grantUsable(g, epoch); err != nil {
+		return &protocolError{"invalid_grant", "the grant was revoked or expired"}
+	}
+	return nil
+}
+
+// tokenFailure maps library errors to RFC 6749 §5.2 errors with the right
+// status (the library answers 401 for most, and 500 for a missing verifier).
+func (s *Server) tokenFailure(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, liberrors.ErrInvalidClient):
+		writeError(w, "invalid_client", "client authentication failed")
+	case errors.Is(err, liberrors.ErrMissingCodeVerifier):
+		writeError(w, "invalid_request", "code_verifier is required (PKCE S256)")
+	case errors.Is(err, liberrors.ErrInvalidCodeChallenge):
+		writeError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
+	case errors.Is(err, liberrors.ErrInvalidAuthorizeCode),
+		errors.Is(err, liberrors.ErrInvalidRefreshToken),
+		errors.Is(err, liberrors.ErrExpiredRefreshToken),
+		errors.Is(err, liberrors.ErrInvalidGrant):
+		writeError(w, "invalid_grant", "the grant is invalid or expired")
+	default:
+		s.log.ErrorContext(r.Context(), "token endpoint", "err", err)
+		writeError(w, "server_error", "the token could not be issued")
+	}
+}
+
+func (s *Server) writeTokens(w http.ResponseWriter, ti oauth2.TokenInfo) {
+	writeJSON(w, http.StatusOK, tokenResponse{
+		AccessToken: ti.GetAccess(), TokenType: "Bearer", ExpiresIn: int64(ti.GetAccessExpiresIn().Seconds()),
+		RefreshToken: ti.GetRefresh(), Scope: ti.GetScope(),
+	})
+}
+
+// Revoke implements RFC 7009 for the calling client's own tokens: an access
+// token ends alone, a refresh token ends its whole grant. Unknown tokens and
+// other clients' tokens get 200 with no effect.
+func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
+	form, perr := readForm(w, r)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	client, perr := s.authenticateClient(r, form)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Description)
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		writeError(w, "invalid_request", "token is required")
+		return
+	}
+	ctx := r.Context()
+	h := hashSecret(tok)
+	if row, err := s.opts.Store.TokenByAccessHash(ctx, h); err == nil && row.ClientID == client.ID {
+		if _, err := s.opts.Store.RevokeTokenByAccessHash(ctx, client.ID, h); err != nil {
+			s.log.ErrorContext(ctx, "revoke access token", "err", err)
+			writeError(w, "server_error", "revocation failed")
+			return
+		}
+	} else if row, err := s.opts.Store.TokenByRefreshHash(ctx, h); err == nil && row.ClientID == client.ID {
+		s.revokeGrants(ctx, []string{row.GrantID}, "client_revoked")
+		s.audit(ctx, "grant_revoked", row.GrantID, client.ID, map[string]any{"by": "client"})
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
