@@ -44,3 +44,17 @@ func (a *App) Projects() []control.ProjectInfo {
 	}
 	return out
 }
+
+// RecentAudit returns the kinds of the latest audit events, newest first
+// (diagnostics and tests).
+func (a *App) RecentAudit(ctx context.Context) ([]string, error) {
+	events, err := a.store.RecentAudit(ctx, 100)
+	if err != nil {
+		return nil, err
+	}
+	kinds := make([]string, len(events))
+	for i, e := range events {
+		kinds[i] = e.Kind
+	}
+	return kinds, nil
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
@@ -196,7 +197,13 @@ func (a *App) OAuth() *oauth.Server { return a.oauth }
 
 // PublicHandler, ControlHandler and MetricsHandler expose the engines for
 // in-process tests.
-func (a *App) PublicHandler() any { return a.http.PublicHandler() }
+func (a *App) PublicHandler() http.Handler { return a.http.PublicHandler() }
+
+// ControlHandler exposes the control engine for in-process tests.
+func (a *App) ControlHandler() http.Handler { return a.http.ControlHandler() }
+
+// MetricsHandler exposes the metrics engine for in-process tests.
+func (a *App) MetricsHandler() http.Handler { return a.http.MetricsHandler() }
 
 // newLogger builds the slog logger from configuration.
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
@@ -206,6 +213,5 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
-
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

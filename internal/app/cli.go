@@ -237,8 +237,10 @@ type remoteAdmin struct{ c *control.Client }
 func (r remoteAdmin) ListGrants(ctx context.Context, all bool) ([]oauth.GrantSummary, error) {
 	return r.c.Grants(ctx, all)
 }
-func (r remoteAdmin) RevokeGrant(ctx context.Context, id string) error { return r.c.RevokeGrant(ctx, id) }
-func (r remoteAdmin) RevokeAll(ctx context.Context) (int, error)       { return r.c.RevokeAll(ctx) }
+func (r remoteAdmin) RevokeGrant(ctx context.Context, id string) error {
+	return r.c.RevokeGrant(ctx, id)
+}
+func (r remoteAdmin) RevokeAll(ctx context.Context) (int, error) { return r.c.RevokeAll(ctx) }
 func (r remoteAdmin) RotatePassword(ctx context.Context, pw []byte) (int, error) {
 	return r.c.RotatePassword(ctx, string(pw))
 }

@@ -11,7 +11,7 @@ import (
 // metadataFetcher adapts clientmeta to the oauth package's interface.
 type metadataFetcher struct{ f *clientmeta.Fetcher }
 
-func (m metadataFetcher) IsMetadataClientID(id string) bool { return clientmeta.IsMetadataClientID(id) }
+func (m metadataFetcher) IsMetadataClientID(id string) bool { return m.f.Accepts(id) }
 
 func (m metadataFetcher) Fetch(ctx context.Context, id string) (*oauth.ClientMetadata, error) {
 	doc, err := m.f.Fetch(ctx, id)

@@ -114,3 +114,10 @@ func isLoopbackHost(host string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
 }
+
+// Accepts reports whether this Fetcher would try id: IsMetadataClientID,
+// widened to loopback hosts when the Fetcher was built with AllowLoopback.
+func (f *Fetcher) Accepts(id string) bool {
+	_, err := parseClientID(id, f.allowLoopback)
+	return err == nil
+}

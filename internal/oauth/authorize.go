@@ -67,6 +67,12 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodGet {
+		if err := r.ParseForm(); err != nil {
+			s.renderError(w, http.StatusBadRequest, "The authorization request could not be read.")
+			return
+		}
+	}
 	req, redirectErr, pageErr := s.validateAuthorizeRequest(r.Context(), r.Form)
 	if pageErr != "" {
 		s.renderError(w, http.StatusBadRequest, pageErr)

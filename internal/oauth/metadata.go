@@ -21,19 +21,19 @@ func (s *Server) ProtectedResourceMetadata(w http.ResponseWriter, r *http.Reques
 // authorization response carries it.
 func (s *Server) AuthorizationServerMetadata(w http.ResponseWriter, r *http.Request) {
 	md := map[string]any{
-		"issuer":                                s.opts.Issuer,
-		"authorization_endpoint":                s.opts.Issuer + "/oauth/authorize",
-		"token_endpoint":                        s.opts.Issuer + "/oauth/token",
-		"registration_endpoint":                 s.opts.Issuer + "/oauth/register",
-		"revocation_endpoint":                   s.opts.Issuer + "/oauth/revoke",
-		"scopes_supported":                      s.opts.Scopes,
-		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"none", "client_secret_post", "client_secret_basic"},
-		"revocation_endpoint_auth_methods_supported":    []string{"none", "client_secret_post", "client_secret_basic"},
-		"client_id_metadata_document_supported":         s.opts.Metadata != nil,
+		"issuer":                                         s.opts.Issuer,
+		"authorization_endpoint":                         s.opts.Issuer + "/oauth/authorize",
+		"token_endpoint":                                 s.opts.Issuer + "/oauth/token",
+		"registration_endpoint":                          s.opts.Issuer + "/oauth/register",
+		"revocation_endpoint":                            s.opts.Issuer + "/oauth/revoke",
+		"scopes_supported":                               s.opts.Scopes,
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post", "client_secret_basic"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post", "client_secret_basic"},
+		"client_id_metadata_document_supported":          s.opts.Metadata != nil,
 		"authorization_response_iss_parameter_supported": true,
 	}
 	if r.Method == http.MethodHead {

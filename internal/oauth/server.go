@@ -69,11 +69,11 @@ type Options struct {
 	// AllowedRedirectHosts lists hosts a redirect URI may use; https is
 	// required except for loopback hosts.
 	AllowedRedirectHosts []string
-	AccessTTL        time.Duration // zero means 1h
-	RefreshTTL       time.Duration // zero means 720h
-	GrantMaxLifetime time.Duration // zero means no limit
-	CodeTTL          time.Duration // zero means 5m
-	SelectionTTL     time.Duration // consent step-2 token lifetime; zero means 5m
+	AccessTTL            time.Duration // zero means 1h
+	RefreshTTL           time.Duration // zero means 720h
+	GrantMaxLifetime     time.Duration // zero means no limit
+	CodeTTL              time.Duration // zero means 5m
+	SelectionTTL         time.Duration // consent step-2 token lifetime; zero means 5m
 
 	Store    *store.Store     // required
 	Password PasswordChecker  // required

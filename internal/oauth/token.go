@@ -76,7 +76,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolErro
 // authenticateClient applies the client's registered authentication: HTTP
 // Basic or client_secret_post must match the stored hash; a public client
 // ("none") may omit the secret but a presented secret must still match.
-func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *protocolError) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*authenticatedClient, *protocolError) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if form.Has("client_secret") {
@@ -106,15 +106,22 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Cl
 		if c.AuthMethod != "none" {
 			return nil, &protocolError{"invalid_client", "client authentication failed"}
 		}
-		return c, nil
+		return &authenticatedClient{c, ""}, nil
 	}
 	if !secretMatches(secret, c.SecretHash) {
 		return nil, &protocolError{"invalid_client", "client authentication failed"}
 	}
-	return c, nil
+	return &authenticatedClient{c, secret}, nil
 }
 
-func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
+// authenticatedClient is a client that passed authenticateClient, with the
+// secret it presented (the library checks it again).
+type authenticatedClient struct {
+	*store.Client
+	secret string
+}
+
+func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
 	ctx := r.Context()
 	code := form.Get("code")
 	if code == "" {
@@ -153,7 +160,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 		return
 	}
 	ti, err := s.manager.GenerateAccessToken(ctx, libGrantCode, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: form.Get("client_secret"), RedirectURI: redirect, Code: code,
+		ClientID: client.ID, ClientSecret: client.secret, RedirectURI: redirect, Code: code,
 		CodeVerifier: form.Get("code_verifier"), Request: r,
 	})
 	switch {
@@ -176,7 +183,7 @@ func (s *Server) codeReused(ctx context.Context, row *store.Token) {
 	s.audit(ctx, "oauth_code_reuse_detected", row.GrantID, row.ClientID, nil)
 }
 
-func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
+func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
 	ctx := r.Context()
 	rt := form.Get("refresh_token")
 	if rt == "" {
@@ -217,7 +224,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values
 		}
 	}
 	ti, err := s.manager.RefreshAccessToken(ctx, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: form.Get("client_secret"), Refresh: rt,
+		ClientID: client.ID, ClientSecret: client.secret, Refresh: rt,
 		Scope: strings.Join(requested, " "), Request: r,
 	})
 	switch {
@@ -310,7 +317,7 @@ func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	h := hashSecret(tok)
 	if row, err := s.opts.Store.TokenByAccessHash(ctx, h); err == nil && row.ClientID == client.ID {
-		if _, err := s.opts.Store.RevokeTokenByAccessHash(ctx, client.ID, h); err != nil {
+		if _, err := s.opts.Store.RevokeAccessToken(ctx, client.ID, h); err != nil {
 			s.log.ErrorContext(ctx, "revoke access token", "err", err)
 			writeError(w, "server_error", "revocation failed")
 			return

@@ -54,7 +54,7 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify token: %w", err)
 	}
-	if row.RevokedAt != nil {
+	if row.RevokedAt != nil || row.AccessRevokedAt != nil {
 		return nil, ErrTokenRevoked
 	}
 	if row.AccessExpiresAt != nil && !s.now().Before(*row.AccessExpiresAt) {

@@ -65,6 +65,7 @@ var migrations = []migration{
 			access_hash TEXT UNIQUE,
 			access_created_at DATETIME,
 			access_expires_at DATETIME,
+			access_revoked_at DATETIME,
 			refresh_hash TEXT UNIQUE,
 			refresh_created_at DATETIME,
 			refresh_expires_at DATETIME,

@@ -34,6 +34,7 @@ type Token struct {
 	AccessHash          string
 	AccessCreatedAt     *time.Time
 	AccessExpiresAt     *time.Time
+	AccessRevokedAt     *time.Time // this access token alone was revoked (RFC 7009)
 	RefreshHash         string
 	RefreshCreatedAt    *time.Time
 	RefreshExpiresAt    *time.Time
@@ -58,6 +59,7 @@ type tokenRow struct {
 	AccessHash          *string
 	AccessCreatedAt     *time.Time
 	AccessExpiresAt     *time.Time
+	AccessRevokedAt     *time.Time
 	RefreshHash         *string
 	RefreshCreatedAt    *time.Time
 	RefreshExpiresAt    *time.Time
@@ -86,7 +88,7 @@ func (r tokenRow) toToken() *Token {
 		Resource: r.Resource, CodeHash: deref(r.CodeHash), CodeChallenge: r.CodeChallenge,
 		CodeChallengeMethod: r.CodeChallengeMethod, CodeCreatedAt: r.CodeCreatedAt, CodeExpiresAt: r.CodeExpiresAt,
 		CodeConsumedAt: r.CodeConsumedAt, AccessHash: deref(r.AccessHash), AccessCreatedAt: r.AccessCreatedAt,
-		AccessExpiresAt: r.AccessExpiresAt, RefreshHash: deref(r.RefreshHash), RefreshCreatedAt: r.RefreshCreatedAt,
+		AccessExpiresAt: r.AccessExpiresAt, AccessRevokedAt: r.AccessRevokedAt, RefreshHash: deref(r.RefreshHash), RefreshCreatedAt: r.RefreshCreatedAt,
 		RefreshExpiresAt: r.RefreshExpiresAt, RefreshConsumedAt: r.RefreshConsumedAt, RevokedAt: r.RevokedAt}
 	if r.ParentID != nil {
 		t.ParentID = *r.ParentID
@@ -179,12 +181,13 @@ func (s *Store) ConsumeCode(ctx context.Context, hash string) error {
 	return nil
 }
 
-// RevokeTokenByAccessHash revokes the single issuance holding that access
-// token hash if it belongs to clientID. It reports whether a row matched.
-func (s *Store) RevokeTokenByAccessHash(ctx context.Context, clientID, hash string) (bool, error) {
+// RevokeAccessToken revokes the access token with that hash, and only it
+// (the refresh token of the same issuance stays usable), if it belongs to
+// clientID. It reports whether a row matched.
+func (s *Store) RevokeAccessToken(ctx context.Context, clientID, hash string) (bool, error) {
 	res := s.db.WithContext(ctx).Model(&tokenRow{}).
-		Where("access_hash = ? AND client_id = ? AND revoked_at IS NULL", hash, clientID).
-		Update("revoked_at", s.now())
+		Where("access_hash = ? AND client_id = ? AND access_revoked_at IS NULL", hash, clientID).
+		Update("access_revoked_at", s.now())
 	return res.RowsAffected > 0, res.Error
 }
 
