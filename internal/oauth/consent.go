@@ -14,7 +14,7 @@ import (
 var consentTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>DevSpace — {{.Title}}</title>
 <style>
 body{font:16px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;background:#f5f6f8;color:#1d2330;margin:0}
@@ -103,7 +103,7 @@ func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string,
 	h.Set("Pragma", "no-cache")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // keeps Origin on our own POSTs, sends nothing cross-site
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := consentTemplate.Execute(w, p); err != nil {

@@ -1,0 +1,115 @@
+package oauth_test
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/browsertest"
+)
+
+// TestConsentPageInChromium drives the two-step consent page in real
+// headless Chromium: password, one Project, approve, and the redirect with
+// code, state and iss. The page must load nothing from anywhere else.
+func TestConsentPageInChromium(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta", "gamma"}})
+	c := env.Register("ChatGPT <script>alert(1)</script>", "http://127.0.0.1:9/callback", "client_secret_basic")
+	verifier, challenge := apptest.PKCE()
+	authURL := env.AuthURL(c, challenge, "xyz-state", "project:read project:write", nil)
+	var betaRef string
+	for _, p := range env.App.Projects() {
+		if p.Label == "beta" {
+			betaRef = p.Ref
+		}
+	}
+
+	b := browsertest.New(t)
+	dir := t.TempDir()
+	if err := chromedp.Do(b.Ctx(),
+		chromedp.Navigate(authURL),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="password"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	step1, err := chromedp.Run(b.Ctx(), chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Screenshot(filepath.Join(dir, "consent-step1.png")); err != nil {
+		t.Fatal(err)
+	}
+	// Project labels are not shown before the password is verified, and the
+	// client name is escaped.
+	for _, label := range []string{"alpha", "beta", "gamma"} {
+		if strings.Contains(step1, ">"+label) || strings.Contains(step1, " "+label+"<") {
+			t.Errorf("step 1 shows project label %q", label)
+		}
+	}
+	if strings.Contains(step1, "<script>alert(1)") {
+		t.Error("client name rendered unescaped")
+	}
+	if err := chromedp.Do(b.Ctx(),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), apptest.Password),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="project"]`)),
+	); err != nil {
+		html, _ := chromedp.Run(b.Ctx(), chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("step 2 did not appear: %v\n%s\nlogs: %s", err, html, env.Logs.String())
+	}
+	step2, err := chromedp.Run(b.Ctx(), chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"alpha", "beta", "gamma", `value="project:read" checked`, `value="project:write" checked`, `name="decision" value="approve"`, `name="decision" value="deny"`} {
+		if !strings.Contains(step2, want) {
+			t.Errorf("step 2 lacks %q", want)
+		}
+	}
+	if err := chromedp.Do(b.Ctx(), chromedp.Click(chromedp.CSS(`input[name="project"][value="`+betaRef+`"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Screenshot(filepath.Join(dir, "consent-step2.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b.Ctx(), chromedp.Click(chromedp.CSS(`button[value="approve"]`))); err != nil {
+		t.Fatal(err)
+	}
+	landed, err := b.WaitNavigation("http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatalf("no redirect to the client: %v (navigations %v)", err, b.Navigations())
+	}
+	u, _ := url.Parse(landed)
+	q := u.Query()
+	if q.Get("code") == "" || q.Get("state") != "xyz-state" || q.Get("iss") != env.URL {
+		t.Fatalf("redirect = %s", landed)
+	}
+	for _, r := range b.Requests() {
+		if !strings.HasPrefix(r, env.URL+"/") && !strings.HasPrefix(r, "http://127.0.0.1:9/callback") {
+			t.Errorf("page loaded an external resource: %s", r)
+		}
+	}
+	png, err := os.ReadFile(filepath.Join(dir, "consent-step2.png"))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if out := os.Getenv("DEVSPACE_SCREENSHOT_DIR"); out != "" {
+		_ = os.WriteFile(filepath.Join(out, "consent-step2.png"), png, 0o644)
+	}
+	// The code is real: it buys a token for exactly the chosen Project.
+	tr := env.Token(c, url.Values{"grant_type": {"authorization_code"}, "code": {q.Get("code")},
+		"redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}})
+	if tr.Status != 200 {
+		t.Fatalf("exchange: %+v", tr)
+	}
+	p, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken)
+	if err != nil || len(p.ProjectIDs) != 1 || p.ProjectIDs[0] != betaRef {
+		t.Fatalf("principal %+v %v", p, err)
+	}
+}
