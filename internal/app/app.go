@@ -81,6 +81,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 // openCore builds everything but the listeners; the CLI uses it to act on
 // the state directory when no server is running.
 func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
+	if cfg.PublicURLIsAuto() {
+		// Resolving the quick-tunnel hostname from cloudflared comes with the
+		// appliance work; until then say so instead of serving a wrong issuer.
+		return nil, errors.New("DEVSPACE_PUBLIC_BASE_URL=auto is not supported by this build yet; set the public https URL explicitly")
+	}
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
 		return nil, ErrNotInitialized

@@ -81,7 +81,10 @@ type Env struct {
 	Config   *config.Config
 	ln       net.Listener
 	srv      *httptest.Server
+	ctl      *httptest.Server
 	env      map[string]string
+	// ControlAddr is where the control API listens (the CLI's target).
+	ControlAddr string
 }
 
 // SyncBuffer is a goroutine-safe log sink.
@@ -178,6 +181,18 @@ func (e *Env) start() {
 	}
 	e.srv = &httptest.Server{Listener: e.ln, Config: &http.Server{Handler: a.PublicHandler()}}
 	e.srv.Start()
+	if e.ControlAddr == "" {
+		e.ctl = httptest.NewServer(a.ControlHandler())
+		e.ControlAddr = strings.TrimPrefix(e.ctl.URL, "http://")
+	} else {
+		ln, err := net.Listen("tcp", e.ControlAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ctl = &httptest.Server{Listener: ln, Config: &http.Server{Handler: a.ControlHandler()}}
+		e.ctl.Start()
+	}
+	e.env["DEVSPACE_CONTROL_LISTEN"] = e.ControlAddr
 }
 
 // Stop shuts the instance down (idempotent).
@@ -187,11 +202,19 @@ func (e *Env) Stop() {
 		e.srv = nil
 		e.ln = nil
 	}
+	if e.ctl != nil {
+		e.ctl.Close()
+		e.ctl = nil
+	}
 	if e.App != nil {
 		e.App.Close()
 		e.App = nil
 	}
 }
+
+// StopServing closes the listeners and the App but keeps the state, as
+// after the server process exited (the CLI then works offline).
+func (e *Env) StopServing() { e.Stop() }
 
 // Restart stops the instance and starts a new process-equivalent on the
 // same state directory and address.

@@ -149,7 +149,7 @@ type Config struct {
 	// refreshed (DEVSPACE_OAUTH_GRANT_MAX_LIFETIME). Default: 0, no cap.
 	GrantMaxLifetime time.Duration
 	// OwnerPasswordFile holds the Owner password for non-interactive init
-	// (DEVSPACE_OWNER_PASSWORD_FILE). Default: empty, prompt instead.
+	// (DEVSPACE_OWNER_PASSWORD_FILE). Default: empty; init generates one and prints it once.
 	OwnerPasswordFile string
 	// MasterKeyFile holds the master key (DEVSPACE_MASTER_KEY_FILE).
 	// Default: empty, the key lives in auth.json.

@@ -149,7 +149,7 @@ func settings() []setting {
 		},
 		{
 			flag: "owner-password-file", env: envOwnerPasswordFile, arg: "FILE",
-			def:   "none; init prompts for the password",
+			def:   "none; init generates a password and prints it once",
 			usage: "File holding the Owner password, for a non-interactive init (Docker or Kubernetes secrets).",
 			parse: func(c *Config, v string) error { return parseFile(&c.OwnerPasswordFile, v) },
 		},

@@ -1,0 +1,233 @@
+// Package operation makes mutating tools idempotent (DESIGN §7
+// "operationId"). Every mutating tool wraps its effect in Service.Do under
+// a Key of (grant, execution, tool, operationId) and a hash of its request:
+//
+//   - the first call reserves the key and runs the effect once;
+//   - a retry with the same request after the effect committed gets the
+//     stored result back (replayed), and the effect is not repeated —
+//     also when the retry races the first call;
+//   - the same operationId with a different request is ErrConflict;
+//   - an effect whose outcome is unknown (it failed part way, or the server
+//     crashed while it ran) is ErrOutcomeUnknown and is never re-run.
+//
+// Records live in the store's operations table for Options.TTL (24 h).
+package operation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// DefaultTTL is how long an idempotency record is kept (DESIGN §9).
+const DefaultTTL = 24 * time.Hour
+
+// MaxResultBytes bounds a stored result (DESIGN §9: 2 MiB).
+const MaxResultBytes = store.MaxOperationResultBytes
+
+// Errors of Do. The operation package owns them; the MCP edge maps them to
+// the tool error envelope (DESIGN §8).
+var (
+	// ErrConflict: the operationId was already used under this key with a
+	// different request (operation_id_conflict, category conflict).
+	ErrConflict = errors.New("operationId already used with a different request")
+	// ErrOutcomeUnknown: an earlier attempt under this key may or may not
+	// have taken effect — it failed part way, its result could not be
+	// recorded, or the server stopped while it ran. It is never re-run
+	// (operation_outcome_unknown, phase outcome_unknown); the client must
+	// inspect the Project and retry with a new operationId.
+	ErrOutcomeUnknown = errors.New("operation outcome unknown")
+	// ErrNotStarted is returned (wrapped) by an effect function that failed
+	// before changing anything: Do then releases the reservation so a retry
+	// may run again, and returns the function's error unchanged
+	// (phase not_started). Tools wrap their pre-effect failures — validation,
+	// version conflicts, spawn failures — with it.
+	ErrNotStarted = errors.New("operation not started")
+	// ErrResultTooLarge: the effect ran but its result exceeds
+	// MaxResultBytes and cannot be stored for replay. The record is marked
+	// unknown (a retry gets ErrOutcomeUnknown); the edge reports an internal
+	// error with phase committed.
+	ErrResultTooLarge = errors.New("operation result too large to store")
+)
+
+// HashRequest returns "sha256:" and the hex SHA-256 of the JSON encoding of
+// v. encoding/json writes struct fields in declaration order and map keys
+// sorted, so equal requests hash equally. v should hold the request's
+// arguments without the operationId itself.
+func HashRequest(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("hash request: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Key identifies one operation. ExecutionID is "" for operations that create
+// an execution (project_control open). OperationID is compared as exact
+// bytes.
+type Key struct {
+	GrantID     string
+	ExecutionID string
+	Tool        string
+	OperationID string
+}
+
+func (k Key) store() store.OperationKey { return store.OperationKey(k) }
+
+// Options tune a Service. The zero value is the production default.
+type Options struct {
+	// TTL is how long a record is kept and replayed. Zero means DefaultTTL.
+	TTL time.Duration
+	// Now is the clock Prune uses; nil means the store's clock, which also
+	// stamps reservations.
+	Now func() time.Time
+}
+
+// Service runs effects at most once per Key. It is safe for concurrent use.
+// Exactly one Service may use a Store: a pending record that this Service
+// is not running is taken as left behind by a crash.
+type Service struct {
+	st  *store.Store
+	ttl time.Duration
+	now func() time.Time
+
+	mu       sync.Mutex
+	inflight map[Key]chan struct{} // closed when the owning call returns
+}
+
+// New returns a Service recording operations in st.
+func New(st *store.Store, opts Options) *Service {
+	s := &Service{st: st, ttl: opts.TTL, now: opts.Now, inflight: map[Key]chan struct{}{}}
+	if s.ttl <= 0 {
+		s.ttl = DefaultTTL
+	}
+	if s.now == nil {
+		s.now = st.Now
+	}
+	return s
+}
+
+// Do runs fn at most once for key and returns its result.
+//
+//   - The first call reserves key and runs fn. On success the result is
+//     stored and returned with replayed=false.
+//   - A later call with the same requestHash returns the stored result with
+//     replayed=true without calling fn. A concurrent identical call waits
+//     for the running one (or for ctx) and then replays.
+//   - A call with another requestHash gets ErrConflict.
+//   - If the record's outcome is unknown — fn failed earlier, or the record
+//     is pending with no call of this Service running it (a crash) — the
+//     call gets ErrOutcomeUnknown and fn is not run.
+//
+// If fn returns an error wrapping ErrNotStarted, the reservation is deleted
+// and the error returned as is; a retry runs fn again. Any other error from
+// fn (or a panic, which is re-raised) marks the record unknown and is
+// returned. A result over MaxResultBytes marks the record unknown and
+// returns ErrResultTooLarge. The bookkeeping after fn returns does not
+// depend on ctx, so a caller that goes away cannot leave a finished effect
+// unrecorded.
+//
+// The key's operationId must pass ValidateID (ErrInvalidID otherwise).
+func (s *Service) Do(ctx context.Context, key Key, requestHash string, fn func(ctx context.Context) ([]byte, error)) (result []byte, replayed bool, err error) {
+	if err := ValidateID(key.OperationID); err != nil {
+		return nil, false, err
+	}
+	if key.GrantID == "" || key.Tool == "" || requestHash == "" {
+		return nil, false, errors.New("operation: grant, tool and request hash are required")
+	}
+	for {
+		s.mu.Lock()
+		wait, busy := s.inflight[key]
+		if !busy {
+			done := make(chan struct{})
+			s.inflight[key] = done
+			s.mu.Unlock()
+			defer func() {
+				s.mu.Lock()
+				delete(s.inflight, key)
+				s.mu.Unlock()
+				close(done)
+			}()
+			return s.run(ctx, key, requestHash, fn)
+		}
+		s.mu.Unlock()
+		select {
+		case <-wait:
+			// The owner finished; look again. Usually this replays, conflicts
+			// or reports an unknown outcome; after ErrNotStarted it runs.
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// run executes one attempt while holding key's in-flight slot.
+func (s *Service) run(ctx context.Context, key Key, requestHash string, fn func(ctx context.Context) ([]byte, error)) ([]byte, bool, error) {
+	sk := key.store()
+	op, created, err := s.st.ReserveOperation(ctx, sk, requestHash, s.ttl)
+	if err != nil {
+		return nil, false, fmt.Errorf("reserve operation: %w", err)
+	}
+	if !created {
+		switch {
+		case op.RequestHash != requestHash:
+			return nil, false, ErrConflict
+		case op.State == store.OperationCommitted:
+			return op.Result, true, nil
+		default: // unknown, or pending with no owner in this process
+			return nil, false, ErrOutcomeUnknown
+		}
+	}
+
+	// From here on the reservation must always leave the pending state.
+	bg := context.WithoutCancel(ctx)
+	finished := false
+	defer func() {
+		if !finished {
+			// fn panicked: its effect may have started.
+			_ = s.st.MarkOperationUnknown(bg, sk)
+		}
+	}()
+	result, fnErr := fn(ctx)
+	finished = true
+
+	switch {
+	case errors.Is(fnErr, ErrNotStarted):
+		if err := s.st.ReleaseOperation(bg, sk); err != nil {
+			return nil, false, errors.Join(fnErr, fmt.Errorf("release operation: %w", err))
+		}
+		return nil, false, fnErr
+	case fnErr != nil:
+		if err := s.st.MarkOperationUnknown(bg, sk); err != nil {
+			return nil, false, errors.Join(fnErr, fmt.Errorf("mark operation unknown: %w", err))
+		}
+		return nil, false, fnErr
+	case len(result) > MaxResultBytes:
+		tooLarge := fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(result), MaxResultBytes)
+		if err := s.st.MarkOperationUnknown(bg, sk); err != nil {
+			return nil, false, errors.Join(tooLarge, fmt.Errorf("mark operation unknown: %w", err))
+		}
+		return nil, false, tooLarge
+	}
+	if err := s.st.CompleteOperation(bg, sk, result); err != nil {
+		// The effect happened but is not recorded; the row stays pending,
+		// so retries get ErrOutcomeUnknown rather than a second effect.
+		return nil, false, fmt.Errorf("%w: record result: %w", ErrOutcomeUnknown, err)
+	}
+	return result, false, nil
+}
+
+// Prune deletes records whose TTL has passed and returns how many. Run it
+// periodically; a record older than its TTL is no longer replayed in any
+// case.
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	return s.st.PruneOperations(ctx, s.now())
+}
