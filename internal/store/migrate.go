@@ -102,6 +102,36 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX operations_expires ON operations(expires_at)`,
 	}},
+	{3, "executions and bindings", []string{
+		`CREATE TABLE executions (
+			id TEXT PRIMARY KEY,
+			grant_id TEXT NOT NULL,
+			client_id TEXT NOT NULL,
+			project_ref TEXT NOT NULL,
+			root_fingerprint TEXT NOT NULL,
+			grant_epoch INTEGER NOT NULL,
+			global_epoch INTEGER NOT NULL,
+			scopes TEXT NOT NULL,
+			session_ref TEXT NOT NULL,
+			actor_ref TEXT NOT NULL,
+			instructions_revision TEXT NOT NULL DEFAULT '',
+			instructions_pending INTEGER NOT NULL DEFAULT 0,
+			created_at DATETIME NOT NULL,
+			closed_at DATETIME,
+			close_reason TEXT NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX executions_grant ON executions(grant_id)`,
+		// The binding of a host session+Actor under one grant to its current
+		// execution. A new open replaces it; the execution row stays.
+		`CREATE TABLE bindings (
+			grant_id TEXT NOT NULL,
+			session_ref TEXT NOT NULL,
+			actor_ref TEXT NOT NULL,
+			execution_id TEXT NOT NULL REFERENCES executions(id),
+			updated_at DATETIME NOT NULL,
+			PRIMARY KEY (grant_id, session_ref, actor_ref)
+		)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
