@@ -58,3 +58,8 @@ func (a *App) RecentAudit(ctx context.Context) ([]string, error) {
 	}
 	return kinds, nil
 }
+
+// OpenExecutions counts executions that are not closed (diagnostics, tests).
+func (a *App) OpenExecutions(ctx context.Context) (int64, error) {
+	return a.store.CountOpenExecutions(ctx)
+}

@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/mcpserver"
+	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/clientmeta"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
@@ -29,6 +34,9 @@ import (
 const (
 	purposeProjectRef = "project-ref"
 	purposeAuditRef   = "audit-ref"
+	purposeCursor     = "cursor-hmac"
+	purposeIdentity   = "identity-ref"
+	purposeRootFinger = "root-fingerprint"
 )
 
 // Options are test and embedding hooks; the zero value is production.
@@ -50,8 +58,10 @@ type App struct {
 	auth    *authstate.State
 	catalog *project.Catalog
 	metrics *metrics.Metrics
-	oauth   *oauth.Server
-	http    *httpserver.Server
+	oauth    *oauth.Server
+	bindings *binding.Service
+	mcp      *mcpserver.Server
+	http     *httpserver.Server
 }
 
 // ErrNotInitialized is returned by New when `devspace init` has not run.
@@ -122,6 +132,26 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		Metrics:  m, Logger: log, Now: opts.Now,
 		OnGrantsRevoked: a.grantsRevoked,
 	})
+	ops := operation.New(st, operation.Options{Now: opts.Now})
+	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops,
+		Cursors:   cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now}),
+		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log})
+	if err := a.bindings.CloseRemovedProjects(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("close executions of removed projects: %w", err)
+	}
+	a.mcp = mcpserver.New(mcpserver.Options{OAuth: a.oauth, Bindings: a.bindings, Operations: ops,
+		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
+		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
+	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := st.CountOpenExecutions(ctx)
+		if err != nil {
+			return 0
+		}
+		return float64(n)
+	})
 	m.GaugeFunc("grants_active", "Grants that are neither revoked nor expired.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -137,13 +167,18 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 // grantsRevoked is where executions and processes of revoked grants will
 // be closed (the MCP layer registers there).
 func (a *App) grantsRevoked(ctx context.Context, grantIDs []string) {
-	a.log.DebugContext(ctx, "grants revoked", "count", len(grantIDs))
+	if err := a.bindings.CloseGrants(ctx, grantIDs, "grant_revoked"); err != nil {
+		a.log.ErrorContext(ctx, "close executions of revoked grants", "err", err)
+	}
 }
 
 func (a *App) publicRoutes() []httpserver.Route {
 	var routes []httpserver.Route
 	for _, r := range a.oauth.Routes() {
 		routes = append(routes, httpserver.Route{Method: r.Method, Path: r.Path, Handler: r.Handler})
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		routes = append(routes, httpserver.Route{Method: method, Path: "/mcp", Handler: a.mcp})
 	}
 	return routes
 }

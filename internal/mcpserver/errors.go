@@ -1,0 +1,121 @@
+package mcpserver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/operation"
+)
+
+// Error categories (DESIGN §8).
+const (
+	catInput     = "input"
+	catScope     = "scope"
+	catState     = "state"
+	catConflict  = "conflict"
+	catLimit     = "limit"
+	catSafety    = "safety"
+	catTransient = "transient"
+	catInternal  = "internal"
+)
+
+// ToolError is the machine-readable error envelope returned in
+// structuredContent.error of a failed tool call. Every code is listed in
+// docs/errors.md.
+type ToolError struct {
+	Code         string         `json:"code"`
+	Category     string         `json:"category"`
+	Retryable    bool           `json:"retryable"`
+	NextActions  []string       `json:"nextActions"`
+	Phase        string         `json:"phase,omitempty"`
+	EffectsKnown *bool          `json:"effectsKnown,omitempty"`
+	OperationID  string         `json:"operationId,omitempty"`
+	Details      map[string]any `json:"details,omitempty"`
+
+	message string // the one guidance sentence for content
+	wwwAuth string // insufficient_scope challenge for _meta
+}
+
+func (e *ToolError) Error() string { return e.Code + ": " + e.message }
+
+func toolErr(code, category, message string, next ...string) *ToolError {
+	if next == nil {
+		next = []string{}
+	}
+	return &ToolError{Code: code, Category: category, message: message, NextActions: next}
+}
+
+// invalidInput is the error for arguments that fail decoding or validation.
+func invalidInput(format string, a ...any) *ToolError {
+	return toolErr("invalid_tool_input", catInput, fmt.Sprintf(format, a...), "fix the arguments and call again")
+}
+
+// mapError turns a domain error into the envelope. This is the one place
+// where that mapping lives; anything unknown becomes internal_error and
+// its cause is logged, never shown.
+func mapError(err error) *ToolError {
+	var te *ToolError
+	if errors.As(err, &te) {
+		return te
+	}
+	switch {
+	case errors.Is(err, binding.ErrExecutionRequired):
+		return toolErr("project_execution_required", catState,
+			"No open Project in this conversation: call project_control with action open (or hydrate after a reconnect).",
+			"project_control open", "project_control hydrate")
+	case errors.Is(err, binding.ErrProjectNotAuthorized):
+		return toolErr("project_not_authorized", catScope,
+			"That projectRef is not one of this connection's Projects: call list_projects for the ones you can use.",
+			"list_projects")
+	case errors.Is(err, binding.ErrProjectRefRequired):
+		return toolErr("project_ref_required", catInput,
+			"This connection has several Projects: pass projectRef (from list_projects).", "list_projects")
+	case errors.Is(err, binding.ErrInstructionsRequired):
+		return toolErr("root_instructions_required", catState,
+			"Read the remaining root instruction pages first: call project_control hydrate with the nextCursor you were given.",
+			"project_control hydrate")
+	case errors.Is(err, binding.ErrProjectUnavailable):
+		e := toolErr("project_unavailable", catTransient, "The Project directory cannot be read right now; try again later.")
+		e.Retryable = true
+		return e
+	case errors.Is(err, binding.ErrTaskNotFound):
+		return toolErr("project_task_not_found", catState, "No saved Task with that taskRef is available to this connection.", "list_projects")
+	case errors.Is(err, operation.ErrInvalidID):
+		return invalidInput("operationId is invalid: %v", errors.Unwrap(err))
+	case errors.Is(err, operation.ErrConflict):
+		return toolErr("operation_id_conflict", catConflict,
+			"This operationId was already used for a different request: use a new operationId.", "retry with a new operationId")
+	case errors.Is(err, operation.ErrOutcomeUnknown):
+		e := toolErr("operation_outcome_unknown", catState,
+			"The outcome of this operation is unknown (the server stopped while it ran); check the Project state before retrying with a new operationId.")
+		e.Phase = "outcome_unknown"
+		return e
+	case errors.Is(err, cursor.ErrExpired), errors.Is(err, cursor.ErrStaleEpoch):
+		return toolErr("cursor_expired", catState, "That cursor expired or is out of date: start again without it.")
+	case errors.Is(err, cursor.ErrForeignGrant), errors.Is(err, cursor.ErrForeignExecution), errors.Is(err, cursor.ErrForeignSession):
+		return toolErr("cursor_foreign", catInput, "That cursor belongs to another conversation or execution: start again without it.")
+	case errors.Is(err, cursor.ErrWrongKind):
+		return toolErr("cursor_wrong_kind", catInput, "That cursor belongs to another tool or listing.")
+	case errors.Is(err, cursor.ErrMalformed), errors.Is(err, cursor.ErrTampered), errors.Is(err, cursor.ErrTooLong):
+		return toolErr("cursor_invalid", catInput, "That cursor is not valid: pass a nextCursor exactly as returned, or none.")
+	}
+	return toolErr("internal_error", catInternal, "DevSpace hit an internal error; the server log has the details.")
+}
+
+// errorResult renders a ToolError as a tool result (isError), with the
+// insufficient_scope challenge in _meta when there is one.
+func errorResult(te *ToolError) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{
+		IsError:           true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: te.message}},
+		StructuredContent: map[string]any{"error": te},
+	}
+	if te.wwwAuth != "" {
+		res.Meta = mcp.Meta{"mcp/www_authenticate": []string{te.wwwAuth}}
+	}
+	return res
+}

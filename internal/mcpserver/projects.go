@@ -1,0 +1,199 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/operation"
+)
+
+// ---- list_projects ----
+
+type listProjectsIn struct {
+	ProjectRef string `json:"projectRef,omitempty" jsonschema:"a projectRef from an earlier list_projects; when set, lists that Project's resumable Tasks"`
+}
+
+type projectItem struct {
+	ProjectRef         string `json:"projectRef"`
+	Label              string `json:"label"`
+	ResumableTaskCount int    `json:"resumableTaskCount"`
+}
+
+type taskItem struct {
+	TaskRef   string `json:"taskRef"`
+	Title     string `json:"title"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+type listProjectsOut struct {
+	Projects       []projectItem `json:"projects"`
+	ResumableTasks []taskItem    `json:"resumableTasks,omitempty"`
+}
+
+func (o listProjectsOut) summary() string {
+	if len(o.Projects) == 1 {
+		return "1 Project is available to this connection."
+	}
+	return fmt.Sprintf("%d Projects are available to this connection.", len(o.Projects))
+}
+
+// ---- project_control ----
+
+type projectControlIn struct {
+	Action       string `json:"action" jsonschema:"one of open, resume, hydrate, interrupt"`
+	OperationID  string `json:"operationId,omitempty" jsonschema:"caller-chosen idempotency key (1-128 bytes); required for open and resume; retrying with the same value replays the first result"`
+	ProjectRef   string `json:"projectRef,omitempty" jsonschema:"open: the Project to open (may be omitted when the connection has exactly one)"`
+	TaskRef      string `json:"taskRef,omitempty" jsonschema:"resume: the saved Task to continue"`
+	Cursor       string `json:"cursor,omitempty" jsonschema:"hydrate: the instructions.nextCursor of an earlier page"`
+	CheckoutKind string `json:"checkoutKind,omitempty" jsonschema:"open: checkout (default) or worktree"`
+}
+
+func (in *projectControlIn) validate() error {
+	switch in.Action {
+	case "open", "resume":
+		if err := operation.ValidateID(in.OperationID); err != nil {
+			return invalidInput("operationId is required for %s and must be 1-128 bytes of UTF-8 without NUL", in.Action)
+		}
+	case "hydrate", "interrupt":
+		if in.OperationID != "" {
+			if err := operation.ValidateID(in.OperationID); err != nil {
+				return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
+			}
+		}
+	case "":
+		return invalidInput("action is required: open, resume, hydrate or interrupt")
+	default:
+		return invalidInput("action must be open, resume, hydrate or interrupt")
+	}
+	if in.Action != "open" && (in.ProjectRef != "" || in.CheckoutKind != "") {
+		return invalidInput("projectRef and checkoutKind belong to action open")
+	}
+	if in.Action != "resume" && in.TaskRef != "" {
+		return invalidInput("taskRef belongs to action resume")
+	}
+	if in.Action != "hydrate" && in.Cursor != "" {
+		return invalidInput("cursor belongs to action hydrate")
+	}
+	if in.Action == "resume" && in.TaskRef == "" {
+		return invalidInput("resume needs taskRef (from list_projects with a projectRef)")
+	}
+	switch in.CheckoutKind {
+	case "", "checkout":
+	case "worktree":
+		return toolErr("project_worktree_unavailable", catState, "Managed worktrees are not available in this version; open with checkoutKind checkout.")
+	default:
+		return invalidInput("checkoutKind must be checkout or worktree")
+	}
+	return nil
+}
+
+type projectControlOut struct {
+	Action       string                 `json:"action"`
+	ProjectRef   string                 `json:"projectRef,omitempty"`
+	Label        string                 `json:"label,omitempty"`
+	Status       string                 `json:"status"`
+	Replayed     bool                   `json:"replayed,omitempty"`
+	Instructions *binding.Instructions  `json:"instructions,omitempty"`
+	Interrupted  *int                   `json:"interrupted,omitempty"`
+	Checkpoint   map[string]interface{} `json:"checkpoint,omitempty"`
+}
+
+func (o projectControlOut) summary() string {
+	switch o.Action {
+	case "interrupt":
+		return fmt.Sprintf("Interrupted %d running process(es).", *o.Interrupted)
+	case "hydrate":
+		return fmt.Sprintf("Re-attached to Project %s.", o.Label)
+	}
+	msg := fmt.Sprintf("Opened Project %s.", o.Label)
+	if o.Instructions != nil && o.Instructions.NextCursor != "" {
+		msg += fmt.Sprintf(" Read the remaining %d instruction page(s) with project_control hydrate before using Project tools.",
+			o.Instructions.PageCount-o.Instructions.Page)
+	}
+	return msg
+}
+
+func registerProjectTools(s *Server) {
+	addTool(s, spec{
+		name:  "list_projects",
+		title: "List Projects",
+		description: "Use when you need to know which of the owner's Projects this connection may use, or which saved Tasks of a Project can be resumed. " +
+			"Avoid calling it repeatedly in one conversation; its answer rarely changes. " +
+			"Returns projectRef and label per Project (a projectRef is a selector, not a secret), and with projectRef the Project's resumable Tasks.",
+		scopes: []string{oauth.ScopeRead},
+		hints:  hints{readOnly: true, idempotent: true},
+	}, s.listProjects)
+
+	addTool(s, spec{
+		name:  "project_control",
+		title: "Open or resume a Project",
+		description: "Use when starting work on a Project (action open, with a new operationId), continuing a saved Task (resume), " +
+			"re-attaching after a reconnect or reading further instruction pages (hydrate with cursor), or stopping running commands (interrupt). " +
+			"Avoid opening again when a Project is already open in this conversation; every open starts a fresh context. " +
+			"Returns the Project's label and its root instructions (untrusted repository text) page by page.",
+		scopes: []string{oauth.ScopeRead},
+		hints:  hints{idempotent: true},
+	}, s.projectControl)
+}
+
+func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) (listProjectsOut, error) {
+	out := listProjectsOut{Projects: []projectItem{}}
+	for _, r := range s.opts.Bindings.Projects(c.caller) {
+		if in.ProjectRef != "" && r.Ref != in.ProjectRef {
+			continue
+		}
+		out.Projects = append(out.Projects, projectItem{ProjectRef: r.Ref, Label: r.Label})
+	}
+	if in.ProjectRef != "" {
+		if len(out.Projects) == 0 {
+			return out, binding.ErrProjectNotAuthorized
+		}
+		out.ResumableTasks = []taskItem{}
+	}
+	return out, nil
+}
+
+func (s *Server) projectControl(ctx context.Context, c *call, in *projectControlIn) (projectControlOut, error) {
+	out := projectControlOut{Action: in.Action}
+	if in.Action == "interrupt" && !c.principal.HasScope(oauth.ScopeExecute) {
+		te := toolErr("insufficient_scope", catScope, "Interrupting commands needs process:execute, which this connection was not granted.",
+			"reconnect the app to grant process:execute")
+		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "interrupt needs process:execute", []string{oauth.ScopeRead, oauth.ScopeExecute})
+		return out, te
+	}
+	if err := c.requireSession(); err != nil {
+		return out, err
+	}
+	unlock, err := s.opts.Bindings.Lock(ctx, c.caller)
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
+	var opened *binding.Opened
+	switch in.Action {
+	case "open":
+		opened, out.Replayed, err = s.opts.Bindings.Open(ctx, c.caller, in.ProjectRef, in.OperationID)
+	case "hydrate":
+		opened, err = s.opts.Bindings.Hydrate(ctx, c.caller, in.Cursor)
+	case "resume":
+		err = binding.ErrTaskNotFound
+	case "interrupt":
+		var n int
+		n, err = s.opts.Bindings.Interrupt(ctx, c.caller)
+		out.Interrupted = &n
+		out.Status = "open"
+	}
+	if err != nil {
+		if te := mapError(err); in.OperationID != "" && te.Code != "internal_error" {
+			te.OperationID = in.OperationID
+			return out, te
+		}
+		return out, err
+	}
+	if opened != nil {
+		out.ProjectRef, out.Label, out.Status, out.Instructions = opened.ProjectRef, opened.Label, opened.Status, opened.Instructions
+	}
+	return out, nil
+}

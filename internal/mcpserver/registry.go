@@ -1,0 +1,205 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/strictjson"
+)
+
+// hints are a tool's annotations (DESIGN §7: ro/destr/idem/open).
+type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+
+// spec describes one tool. Handlers only bind, check scope, resolve the
+// execution, call a domain service and render.
+type spec struct {
+	name, title, description string
+	scopes                   []string // all required to call (and to see) the tool
+	hints                    hints
+	appOnly                  bool // hidden from the model (_meta.ui.visibility ["app"])
+}
+
+// call is what a handler gets besides its typed input.
+type call struct {
+	principal *oauth.Principal
+	caller    binding.Caller // SessionRef may be "" (no host session)
+	req       *mcp.CallToolRequest
+}
+
+// requireSession fails closed when the call carries no session identity.
+func (c *call) requireSession() error {
+	if c.caller.SessionRef == "" {
+		return toolErr("session_identity_required", catInput,
+			"This call carries no session identity: send _meta[\"openai/session\"] or use a stateful MCP session.")
+	}
+	return nil
+}
+
+// summarizer gives the one-sentence content of a successful result.
+type summarizer interface{ summary() string }
+
+// tool is a registered tool: its MCP description and required scopes.
+type tool struct {
+	spec spec
+	def  *mcp.Tool
+}
+
+// addTool registers a typed tool with strict argument decoding.
+func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Context, c *call, in *In) (Out, error)) {
+	inSchema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+	}
+	outSchema, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s output schema: %v", sp.name, err))
+	}
+	strict := strictjson.FromType(reflect.TypeFor[In]())
+	destructive, openWorld := sp.hints.destructive, sp.hints.openWorld
+	def := &mcp.Tool{
+		Name: sp.name, Title: sp.title, Description: sp.description,
+		InputSchema: inSchema, OutputSchema: outSchema,
+		Annotations: &mcp.ToolAnnotations{Title: sp.title, ReadOnlyHint: sp.hints.readOnly,
+			DestructiveHint: &destructive, IdempotentHint: sp.hints.idempotent, OpenWorldHint: &openWorld},
+		Meta: mcp.Meta{"securitySchemes": []map[string]any{{"type": "oauth2", "scopes": sp.scopes}}},
+	}
+	if sp.appOnly {
+		def.Meta["ui"] = map[string]any{"visibility": []string{"app"}}
+		def.Meta["openai/visibility"] = "private"
+		def.Meta["openai/widgetAccessible"] = true
+	}
+	s.tools = append(s.tools, tool{spec: sp, def: def})
+	s.mcp.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		res := s.invoke(ctx, sp, req, strict, func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error) {
+			var in In
+			if len(raw) > 0 && string(raw) != "null" {
+				if err := json.Unmarshal(raw, &in); err != nil {
+					return nil, invalidInput("the arguments do not match the tool's input schema: %s", jsonProblem(err))
+				}
+			}
+			if v, ok := any(&in).(interface{ validate() error }); ok {
+				if err := v.validate(); err != nil {
+					return nil, err
+				}
+			}
+			return fn(ctx, c, &in)
+		})
+		outcome := "ok"
+		if res.IsError {
+			outcome = "error"
+			if m, ok := res.StructuredContent.(map[string]any); ok {
+				if te, ok := m["error"].(*ToolError); ok {
+					outcome = te.Category
+				}
+			}
+		}
+		s.opts.Metrics.ToolCalls.WithLabelValues(sp.name, outcome).Inc()
+		s.opts.Metrics.ToolCallDuration.WithLabelValues(sp.name).Observe(time.Since(start).Seconds())
+		return res, nil
+	})
+}
+
+// invoke runs the parts every tool shares: principal, scope, strict
+// decoding, identity, error mapping and rendering.
+func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, strict *strictjson.Schema,
+	run func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error)) *mcp.CallToolResult {
+	p := principalOf(req)
+	if p == nil {
+		return errorResult(mapError(errors.New("no principal on an authenticated request")))
+	}
+	for _, need := range sp.scopes {
+		if !p.HasScope(need) {
+			te := toolErr("insufficient_scope", catScope,
+				"This connection was not granted "+need+"; the owner can approve it by reconnecting the app.", "reconnect the app to grant "+need)
+			te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "this tool needs "+need, sp.scopes)
+			te.Details = map[string]any{"requiredScopes": sp.scopes}
+			return errorResult(te)
+		}
+	}
+	raw := req.Params.Arguments
+	if err := strictjson.Check(raw, strict, strictjson.Options{MaxBytes: int(s.opts.MaxBodyBytes)}); err != nil {
+		return errorResult(invalidInput("%v", err))
+	}
+	sessionRef, actorRef := s.identity(req, p.ClientID)
+	c := &call{principal: p, req: req, caller: binding.Caller{
+		GrantID: p.GrantID, ClientID: p.ClientID, Scopes: p.Scopes, ProjectIDs: p.ProjectIDs,
+		GrantEpoch: p.Epoch, GlobalEpoch: p.GlobalEpoch, SessionRef: sessionRef, ActorRef: actorRef}}
+	out, err := run(ctx, c, raw)
+	if err != nil {
+		te := mapError(err)
+		if te.Code == "internal_error" {
+			s.log.ErrorContext(ctx, "tool failed", "tool", sp.name, "err", err)
+		}
+		return errorResult(te)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: out.summary()}},
+		StructuredContent: out,
+	}
+}
+
+// jsonProblem describes a decoding error without echoing input.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type.Kind())
+	}
+	return "malformed JSON"
+}
+
+// visibleTools returns the tools a principal may see (scopes held; never
+// app-only tools).
+func (s *Server) visibleTools(p *oauth.Principal) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range s.tools {
+		if t.spec.appOnly {
+			continue
+		}
+		ok := true
+		for _, need := range t.spec.scopes {
+			if !p.HasScope(need) {
+				ok = false
+			}
+		}
+		if ok {
+			out[t.spec.name] = true
+		}
+	}
+	return out
+}
+
+// filterToolsMiddleware trims tools/list to what the caller's grant allows.
+func (s *Server) filterToolsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/list" {
+			return res, err
+		}
+		list, ok := res.(*mcp.ListToolsResult)
+		if !ok {
+			return res, nil
+		}
+		var p *oauth.Principal
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+			p, _ = extra.TokenInfo.Extra[principalKey].(*oauth.Principal)
+		}
+		if p == nil {
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, nil
+		}
+		visible := s.visibleTools(p)
+		filtered := *list
+		filtered.Tools = slices.DeleteFunc(slices.Clone(list.Tools), func(t *mcp.Tool) bool { return !visible[t.Name] })
+		return &filtered, nil
+	}
+}
