@@ -15,15 +15,15 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/binding"
-	"github.com/devspace-dev/devspace/internal/cursor"
-	"github.com/devspace-dev/devspace/internal/mcpserver"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/clientmeta"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/httpserver"
+	"github.com/devspace-dev/devspace/internal/mcpserver"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -52,12 +52,12 @@ type Options struct {
 
 // App is a wired DevSpace instance.
 type App struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	store   *store.Store
-	auth    *authstate.State
-	catalog *project.Catalog
-	metrics *metrics.Metrics
+	cfg      *config.Config
+	log      *slog.Logger
+	store    *store.Store
+	auth     *authstate.State
+	catalog  *project.Catalog
+	metrics  *metrics.Metrics
 	oauth    *oauth.Server
 	bindings *binding.Service
 	mcp      *mcpserver.Server

@@ -151,6 +151,9 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
+// SetEnv changes a configuration variable for the next Restart.
+func (e *Env) SetEnv(k, v string) { e.env[k] = v }
+
 // LookupEnv is the instance's configuration environment.
 func (e *Env) LookupEnv(k string) (string, bool) {
 	v, ok := e.env[k]

@@ -56,14 +56,14 @@ type Caller struct {
 
 // Options configure a Service.
 type Options struct {
-	Store        *store.Store
-	Catalog      *project.Catalog
-	Operations   *operation.Service
-	Cursors      *cursor.Codec
-	FingerKey    []byte // key for root fingerprints
-	Fallbacks    []string
-	Logger       *slog.Logger
-	OnClose      func(ctx context.Context, executionIDs []string) // processes etc.; may be nil
+	Store      *store.Store
+	Catalog    *project.Catalog
+	Operations *operation.Service
+	Cursors    *cursor.Codec
+	FingerKey  []byte // key for root fingerprints
+	Fallbacks  []string
+	Logger     *slog.Logger
+	OnClose    func(ctx context.Context, executionIDs []string) // processes etc.; may be nil
 	// OnInterrupt interrupts an execution's running processes and returns
 	// how many; nil until the process layer exists.
 	OnInterrupt func(ctx context.Context, executionID string) (int, error)

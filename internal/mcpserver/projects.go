@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
@@ -90,14 +92,19 @@ func (in *projectControlIn) validate() error {
 }
 
 type projectControlOut struct {
-	Action       string                 `json:"action"`
-	ProjectRef   string                 `json:"projectRef,omitempty"`
-	Label        string                 `json:"label,omitempty"`
-	Status       string                 `json:"status"`
-	Replayed     bool                   `json:"replayed,omitempty"`
-	Instructions *binding.Instructions  `json:"instructions,omitempty"`
-	Interrupted  *int                   `json:"interrupted,omitempty"`
-	Checkpoint   map[string]interface{} `json:"checkpoint,omitempty"`
+	Action       string                `json:"action"`
+	ProjectRef   string                `json:"projectRef,omitempty"`
+	Label        string                `json:"label,omitempty"`
+	Status       string                `json:"status"`
+	Replayed     bool                  `json:"replayed,omitempty"`
+	Instructions *binding.Instructions `json:"instructions,omitempty"`
+	Interrupted  *int                  `json:"interrupted,omitempty"`
+}
+
+// schema narrows the generated input schema with the enumerations.
+func (projectControlIn) schema(s *jsonschema.Schema) {
+	s.Properties["action"].Enum = []any{"open", "resume", "hydrate", "interrupt"}
+	s.Properties["checkoutKind"].Enum = []any{"checkout", "worktree"}
 }
 
 func (o projectControlOut) summary() string {

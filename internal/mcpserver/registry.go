@@ -64,6 +64,10 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 	if err != nil {
 		panic(fmt.Sprintf("tool %s output schema: %v", sp.name, err))
 	}
+	var zero In
+	if h, ok := any(zero).(interface{ schema(*jsonschema.Schema) }); ok {
+		h.schema(inSchema)
+	}
 	strict := strictjson.FromType(reflect.TypeFor[In]())
 	destructive, openWorld := sp.hints.destructive, sp.hints.openWorld
 	def := &mcp.Tool{

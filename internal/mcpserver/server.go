@@ -5,8 +5,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -107,11 +109,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalCtxKey{}, p))
+	if r.Method == http.MethodPost && !s.refuseBatch(w, r) {
+		return
+	}
 	if isStateless(r) {
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
 	s.stateful.ServeHTTP(w, r)
+}
+
+// refuseBatch reads the (already size-capped) body and answers JSON-RPC
+// batch arrays with 400: no protocol revision we serve allows them. It
+// reports whether the request may proceed, with its body restored.
+func (s *Server) refuseBatch(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "could not read the request body", http.StatusBadRequest)
+		}
+		return false
+	}
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}`))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
 }
 
 func isStateless(r *http.Request) bool {

@@ -347,7 +347,7 @@ func (c *checker) str(key bool) (decoded []byte, nul bool, err error) {
 			r, size := utf8.DecodeRune(d[i:])
 			if r == utf8.RuneError && size == 1 {
 				c.pos = i
-				return nil, false, c.fail(ReasonInvalidUTF8, "invalid UTF-8 at byte offset "+strconv.Itoa(i))
+				return nil, false, c.fail(ReasonInvalidUTF8, "invalid UTF-8 in string")
 			}
 			i += size
 		}
@@ -384,7 +384,7 @@ func (c *checker) escape(i int) (int, error) {
 		}
 	}
 	c.pos = i
-	return 0, c.fail(ReasonLoneSurrogate, "unpaired UTF-16 surrogate escape at byte offset "+strconv.Itoa(i))
+	return 0, c.fail(ReasonLoneSurrogate, "unpaired UTF-16 surrogate escape in string")
 }
 
 // hex4 decodes four hex digits at the start of b.
@@ -513,7 +513,7 @@ func (c *checker) literal(lit string) error {
 func (c *checker) end() error {
 	c.skipSpace()
 	if c.badUTF8() {
-		return c.fail(ReasonInvalidUTF8, "invalid UTF-8 at byte offset "+strconv.Itoa(c.pos))
+		return c.fail(ReasonInvalidUTF8, "invalid UTF-8")
 	}
 	if c.pos != len(c.data) {
 		return &Error{
@@ -563,16 +563,21 @@ func (c *checker) path() string {
 	return b.String()
 }
 
+// fail reports a problem at c.pos.
 func (c *checker) fail(reason, msg string) error {
 	path := c.path()
-	return &Error{Path: path, Reason: reason, msg: msg + where(path)}
+	return &Error{
+		Path:   path,
+		Reason: reason,
+		msg:    msg + where(path) + " (byte offset " + strconv.Itoa(c.pos) + ")",
+	}
 }
 
 func (c *checker) malformed(msg string) error {
 	if c.badUTF8() {
-		return c.fail(ReasonInvalidUTF8, "invalid UTF-8 at byte offset "+strconv.Itoa(c.pos))
+		return c.fail(ReasonInvalidUTF8, "invalid UTF-8")
 	}
-	return c.fail(ReasonMalformed, "malformed JSON at byte offset "+strconv.Itoa(c.pos)+": "+msg)
+	return c.fail(ReasonMalformed, "malformed JSON: "+msg)
 }
 
 // keyFail reports a problem with key, the key being read in the innermost

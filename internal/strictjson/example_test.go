@@ -1,0 +1,27 @@
+package strictjson_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/devspace-dev/devspace/internal/strictjson"
+)
+
+func ExampleCheck() {
+	type readOutput struct {
+		ProcessID   string `json:"processId"`
+		YieldTimeMs int    `json:"yieldTimeMs,omitempty"`
+	}
+	schema := strictjson.FromType(reflect.TypeFor[readOutput]())
+
+	err := strictjson.Check([]byte(`{"processId":"p1","yield-timeMs":30000}`), schema, strictjson.Options{})
+	var e *strictjson.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Reason, e.Path, e.Suggestion)
+		fmt.Println(e)
+	}
+	// Output:
+	// unknown_field /yield-timeMs yieldTimeMs
+	// unknown field "yield-timeMs" in the top-level object; did you mean "yieldTimeMs"?
+}
