@@ -7,7 +7,7 @@ DATA      ?= $(CURDIR)/.data
 export CGO_ENABLED ?= 0
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-deps lint bench e2e image helm-lint clean
+.PHONY: help build run test test-deps lint bench inspector-check e2e image helm-lint clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,6 +35,13 @@ lint: ## go vet and gofmt
 
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+INSPECTOR_DIR ?= $(CURDIR)/.cache/inspector
+inspector-check: ## drive a real instance with the MCP Inspector CLI (npm; 0.16.8 is the last that runs on Node 20)
+	@test -f $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector-cli/build/index.js || \
+		(mkdir -p $(INSPECTOR_DIR) && cd $(INSPECTOR_DIR) && npm install --no-audit --no-fund @modelcontextprotocol/inspector@0.16.8 >/dev/null)
+	DEVSPACE_INSPECTOR=$(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector-cli/build/index.js \
+		$(GO) test -count=1 -tags inspector -run TestInspectorCLI -v ./internal/mcpserver
 
 e2e: ## end-to-end tests against the container image (Docker)
 	@echo "e2e arrives with the appliance issue (Dockerfile, compose, Helm)"; exit 1

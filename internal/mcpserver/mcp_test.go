@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,6 +219,16 @@ func TestScopesAndIsolation(t *testing.T) {
 	}
 	if sc, res := callTool(t, csB, "list_projects", nil, nil); res.IsError {
 		t.Fatalf("B after A's revoke: %v", sc)
+	}
+	// Tool metrics recorded with bounded labels.
+	rec := httptest.NewRecorder()
+	env.App.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`devspace_tool_calls_total{outcome="ok",tool="list_projects"}`,
+		`devspace_tool_calls_total{outcome="scope",tool="project_control"}`,
+		`devspace_tool_call_duration_seconds_count{tool="list_projects"}`, "devspace_executions_active"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
 

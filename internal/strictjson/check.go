@@ -79,8 +79,11 @@ func Check(data []byte, s *Schema, opts Options) error {
 		maxDepth = DefaultMaxDepth
 	}
 	maxDepth = min(maxDepth, decoderMaxDepth)
-	c := checker{data: data, maxDepth: maxDepth}
-	c.stack = c.frames[:0]
+	c := &checker{data: data, maxDepth: maxDepth}
+	// Typical arguments fit in the checker's own buffers, so Check
+	// allocates once.
+	c.stack = c.frameBuf[:0]
+	c.keys = c.keyBuf[:0]
 	return c.run(s)
 }
 
@@ -89,19 +92,22 @@ type checker struct {
 	data     []byte
 	pos      int // next byte to read
 	maxDepth int
-	stack    []frame // open objects and arrays, outermost first
-	frames   [8]frame
+	stack    []frame  // open objects and arrays, outermost first
+	keys     [][]byte // keys read so far in the open objects, by frame
+	frameBuf [8]frame
+	keyBuf   [32][]byte
 }
 
 // frame is an open object or array.
 type frame struct {
 	array  bool
-	fresh  bool    // nothing read yet after the opening bracket
-	schema *Schema // nil: any keys
-	index  int     // array: index of the current element
-	key    []byte  // object: the current key; nil while reading a key
-	keys   [][]byte
-	folded map[string]int // folded key → index in keys, once there are many
+	fresh  bool           // nothing read yet after the opening bracket
+	schema *Schema        // nil: any keys
+	index  int            // array: index of the current element
+	key    []byte         // object: the current key, if hasKey
+	hasKey bool           // object: false until the first key, and while reading one
+	start  int            // object: index in checker.keys of its first key
+	folded map[string]int // folded key → index in checker.keys, once there are many
 }
 
 func (c *checker) run(s *Schema) error {
@@ -197,7 +203,7 @@ func (c *checker) advance() (next *Schema, done bool, err error) {
 		b := c.data[c.pos]
 		if b == closer {
 			c.pos++
-			c.stack = c.stack[:len(c.stack)-1]
+			c.pop()
 			continue
 		}
 		switch {
@@ -223,12 +229,12 @@ func (c *checker) advance() (next *Schema, done bool, err error) {
 // member reads a key and its colon in object f and returns the schema of
 // its value.
 func (c *checker) member(f *frame) (*Schema, error) {
-	f.key = nil
+	f.key, f.hasKey = nil, false
 	c.skipSpace()
-	if c.pos >= len(c.data) || c.data[c.pos] != '"' {
-		if c.pos >= len(c.data) {
-			return nil, c.malformed("unexpected end of input")
-		}
+	switch {
+	case c.pos >= len(c.data):
+		return nil, c.malformed("unexpected end of input")
+	case c.data[c.pos] != '"':
 		return nil, c.malformed("expected a string key")
 	}
 	key, nul, err := c.str(true)
@@ -238,18 +244,18 @@ func (c *checker) member(f *frame) (*Schema, error) {
 	if nul {
 		return nil, c.keyFail(ReasonNULInKey, key, "key "+quoteKey(key)+" contains a NUL character")
 	}
-	if i, ok := f.find(key); ok {
-		if bytes.Equal(f.keys[i], key) {
+	if prev, ok := c.find(f, key); ok {
+		if bytes.Equal(prev, key) {
 			return nil, c.keyFail(ReasonDuplicateKey, key, "duplicate key "+quoteKey(key))
 		}
-		return nil, c.keyFail(ReasonCaseVariant, key, "key "+quoteKey(key)+" differs only by case from key "+quoteKey(f.keys[i]))
+		return nil, c.keyFail(ReasonCaseVariant, key, "key "+quoteKey(key)+" differs only by case from key "+quoteKey(prev))
 	}
 	next, ok := f.schema.member(key)
 	if !ok {
 		return nil, c.unknown(f.schema, key)
 	}
-	f.add(key)
-	f.key = key
+	c.add(f, key)
+	f.key, f.hasKey = key, true
 	c.skipSpace()
 	if c.pos >= len(c.data) || c.data[c.pos] != ':' {
 		return nil, c.malformed("expected ':' after key")
@@ -258,42 +264,46 @@ func (c *checker) member(f *frame) (*Schema, error) {
 	return next, nil
 }
 
-// find returns the index of an earlier key of f equal to key under
+// find returns the earlier key of object f that equals key under
 // strings.EqualFold.
-func (f *frame) find(key []byte) (int, bool) {
+func (c *checker) find(f *frame, key []byte) ([]byte, bool) {
 	if f.folded != nil {
 		i, ok := f.folded[foldKey(key)]
-		return i, ok
+		if !ok {
+			return nil, false
+		}
+		return c.keys[i], true
 	}
-	for i, k := range f.keys {
+	for _, k := range c.keys[f.start:] {
 		if bytes.EqualFold(k, key) {
-			return i, true
+			return k, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
-func (f *frame) add(key []byte) {
-	f.keys = append(f.keys, key)
+// add records key as read in object f, the innermost open object.
+func (c *checker) add(f *frame, key []byte) {
+	c.keys = append(c.keys, key)
 	switch {
 	case f.folded != nil:
-		f.folded[foldKey(key)] = len(f.keys) - 1
-	case len(f.keys) >= foldMapAt:
-		f.folded = make(map[string]int, 2*len(f.keys))
-		for i, k := range f.keys {
-			f.folded[foldKey(k)] = i
+		f.folded[foldKey(key)] = len(c.keys) - 1
+	case len(c.keys)-f.start >= foldMapAt:
+		f.folded = make(map[string]int, 2*(len(c.keys)-f.start))
+		for i := f.start; i < len(c.keys); i++ {
+			f.folded[foldKey(c.keys[i])] = i
 		}
 	}
 }
 
 func (c *checker) push(array bool, s *Schema) {
-	if len(c.stack) < cap(c.stack) {
-		c.stack = c.stack[:len(c.stack)+1]
-	} else {
-		c.stack = append(c.stack, frame{})
-	}
+	c.stack = append(c.stack, frame{array: array, fresh: true, schema: s, start: len(c.keys)})
+}
+
+func (c *checker) pop() {
 	f := &c.stack[len(c.stack)-1]
-	*f = frame{array: array, fresh: true, schema: s, keys: f.keys[:0]}
+	c.keys = c.keys[:f.start]
+	c.stack = c.stack[:len(c.stack)-1]
 }
 
 // str reads the string at c.pos. For a key it returns the decoded bytes
@@ -554,7 +564,7 @@ func (c *checker) path() string {
 		case f.array:
 			b.WriteByte('/')
 			b.WriteString(strconv.Itoa(f.index))
-		case f.key != nil:
+		case f.hasKey:
 			writeSegment(&b, f.key)
 		default:
 			return b.String()

@@ -119,6 +119,8 @@ func TestCheck(t *testing.T) {
 		{name: "duplicate in any", input: `{"meta":[{"a":1,"a":2}]}`, want: result{"/meta/0/a", ReasonDuplicateKey, ""}},
 		{name: "duplicate in map", input: `{"environment":{"A":"1","A":"2"}}`, want: result{"/environment/A", ReasonDuplicateKey, ""}},
 		{name: "duplicate among many keys", input: manyKeys(`"kza":2,"kza":3`), want: result{"/meta/kza", ReasonDuplicateKey, ""}},
+		{name: "duplicate empty key", input: `{"meta":{"":1,"":2}}`, want: result{"/meta/", ReasonDuplicateKey, ""}},
+		{name: "empty key then nested error", input: `{"meta":{"":{"a":1,"a":2}}}`, want: result{"/meta//a", ReasonDuplicateKey, ""}},
 		{name: "sibling objects do not share keys", input: `{"items":[{"path":"a"},{"path":"b"}],"meta":{"project":1}}`},
 
 		// case_variant_key

@@ -1,0 +1,70 @@
+package mcpserver_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+)
+
+type bareIn struct{}
+
+type bareProject struct {
+	ProjectRef         string `json:"projectRef"`
+	Label              string `json:"label"`
+	ResumableTaskCount int    `json:"resumableTaskCount"`
+}
+
+type bareOut struct {
+	Projects []bareProject `json:"projects"`
+}
+
+// BenchmarkListProjects compares one authenticated list_projects round trip
+// through DevSpace (bearer verification, strict decoding, scope filter,
+// grant's Projects) with the same call on a bare go-sdk server without auth
+// or bindings, same transport and client, in one run.
+func BenchmarkListProjects(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, cs *mcp.ClientSession) {
+		params := &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+		}
+	}
+	b.Run("devspace", func(b *testing.B) {
+		env := apptest.Start(b, apptest.Options{})
+		_, tok := env.Grant(apptest.Approval{Projects: []string{"alpha", "beta"}})
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		run(b, cs)
+	})
+	b.Run("bare-go-sdk", func(b *testing.B) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "list_projects"}, func(context.Context, *mcp.CallToolRequest, bareIn) (*mcp.CallToolResult, bareOut, error) {
+			return nil, bareOut{Projects: []bareProject{{"prj_a", "alpha", 0}, {"prj_b", "beta", 0}}}, nil
+		})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		defer hs.Close()
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		run(b, cs)
+	})
+}
