@@ -1,0 +1,159 @@
+// Package rootlock coordinates DevSpace's own writers on a Project root: a
+// fair (FIFO) lock per canonical root with three modes.
+//
+//   - Read: read_files, inspect, show_changes. Shares with Read and Command.
+//   - Command: held by exec_command from spawn until the command's whole
+//     process tree has exited. Shares with Read and other Commands (a
+//     Project may run several commands at once), excludes Patch.
+//   - Patch: apply_patch and undo, for their commit. Excludes everything.
+//
+// Waiters are served strictly in arrival order, so a stream of readers
+// cannot starve a patch. A wait that outlasts its timeout returns ErrBusy
+// (the tool error project_busy). See docs/decisions.md for why running
+// commands do not block readers.
+package rootlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrBusy is returned when a lock could not be taken in time.
+var ErrBusy = errors.New("project busy")
+
+// Mode is a lock mode.
+type Mode int
+
+// Lock modes.
+const (
+	Read Mode = iota
+	Command
+	Patch
+)
+
+func (m Mode) String() string {
+	return [...]string{"read", "command", "patch"}[m]
+}
+
+func compatible(a, b Mode) bool {
+	if a == Patch || b == Patch {
+		return false
+	}
+	return true
+}
+
+// Locks holds one lock per root key. The zero value is not usable; use New.
+type Locks struct {
+	mu    sync.Mutex
+	roots map[string]*root
+}
+
+type root struct {
+	held    map[Mode]int
+	waiters []*waiter
+}
+
+type waiter struct {
+	mode  Mode
+	ready chan struct{}
+	done  bool // granted or abandoned
+}
+
+// New returns an empty set of locks.
+func New() *Locks { return &Locks{roots: map[string]*root{}} }
+
+// Lease is a held lock; Release it exactly once (further calls are no-ops).
+type Lease struct {
+	l    *Locks
+	key  string
+	mode Mode
+	once sync.Once
+}
+
+// Release gives the lock back and wakes the next waiters.
+func (le *Lease) Release() {
+	le.once.Do(func() {
+		le.l.mu.Lock()
+		defer le.l.mu.Unlock()
+		r := le.l.roots[le.key]
+		r.held[le.mode]--
+		le.l.grantLocked(le.key, r)
+	})
+}
+
+// Mode returns the lease's mode.
+func (le *Lease) Mode() Mode { return le.mode }
+
+// Acquire waits (FIFO) for mode on key up to timeout or ctx's end.
+func (l *Locks) Acquire(ctx context.Context, key string, mode Mode, timeout time.Duration) (*Lease, error) {
+	l.mu.Lock()
+	r := l.roots[key]
+	if r == nil {
+		r = &root{held: map[Mode]int{}}
+		l.roots[key] = r
+	}
+	w := &waiter{mode: mode, ready: make(chan struct{})}
+	r.waiters = append(r.waiters, w)
+	l.grantLocked(key, r)
+	l.mu.Unlock()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+		return &Lease{l: l, key: key, mode: mode}, nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-w.ready: // granted while we gave up: keep it
+		return &Lease{l: l, key: key, mode: mode}, nil
+	default:
+	}
+	w.done = true
+	l.grantLocked(key, r) // our departure may unblock those behind us
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, ErrBusy
+}
+
+// grantLocked grants waiters from the head of the queue while they are
+// compatible with what is held; it stops at the first that is not, which
+// keeps the order fair.
+func (l *Locks) grantLocked(key string, r *root) {
+	for len(r.waiters) > 0 {
+		w := r.waiters[0]
+		if w.done {
+			r.waiters = r.waiters[1:]
+			continue
+		}
+		for m, n := range r.held {
+			if n > 0 && !compatible(m, w.mode) {
+				return
+			}
+		}
+		r.held[w.mode]++
+		w.done = true
+		close(w.ready)
+		r.waiters = r.waiters[1:]
+	}
+	if len(r.waiters) == 0 && r.held[Read]+r.held[Command]+r.held[Patch] == 0 {
+		delete(l.roots, key)
+	}
+}
+
+// Holding reports how many leases of mode are held on key (for tests,
+// metrics and refusing to close an execution while commands run).
+func (l *Locks) Holding(key string, mode Mode) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.roots[key]; r != nil {
+		return r.held[mode]
+	}
+	return 0
+}
