@@ -26,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
+	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -140,7 +141,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		st.Close()
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
-	a.mcp = mcpserver.New(mcpserver.Options{OAuth: a.oauth, Bindings: a.bindings, Operations: ops,
+	a.mcp = mcpserver.New(mcpserver.Options{OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {

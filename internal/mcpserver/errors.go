@@ -9,6 +9,8 @@ import (
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/rootlock"
 )
 
 // Error categories (DESIGN §8).
@@ -84,6 +86,13 @@ func mapError(err error) *ToolError {
 		return e
 	case errors.Is(err, binding.ErrTaskNotFound):
 		return toolErr("project_task_not_found", catState, "No saved Task with that taskRef is available to this connection.", "list_projects")
+	case errors.Is(err, rootlock.ErrBusy):
+		e := toolErr("project_busy", catTransient, "Another DevSpace operation holds this Project (a patch or running commands); wait, or interrupt the commands, then retry.",
+			"retry shortly", "project_control interrupt")
+		e.Retryable = true
+		return e
+	case errors.Is(err, project.ErrPathDenied):
+		return toolErr("path_denied", catSafety, "That path is outside the Project or not allowed; use a path relative to the Project root.")
 	case errors.Is(err, operation.ErrInvalidID):
 		return invalidInput("operationId is invalid: %v", errors.Unwrap(err))
 	case errors.Is(err, operation.ErrConflict):

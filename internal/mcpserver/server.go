@@ -22,6 +22,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/rootlock"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -35,6 +36,7 @@ type Options struct {
 	OAuth          *oauth.Server
 	Bindings       *binding.Service
 	Operations     *operation.Service
+	Locks          *rootlock.Locks
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64

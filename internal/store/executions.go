@@ -173,3 +173,26 @@ func (s *Store) CountOpenExecutions(ctx context.Context) (int64, error) {
 	err := s.db.WithContext(ctx).Model(&executionRow{}).Where("closed_at IS NULL").Count(&n).Error
 	return n, err
 }
+
+// MarkInstructionsDelivered records nested instruction files (path → hash)
+// as delivered to the execution and returns those that were new.
+func (s *Store) MarkInstructionsDelivered(ctx context.Context, executionID string, files map[string]string) (map[string]bool, error) {
+	fresh := map[string]bool{}
+	if len(files) == 0 {
+		return fresh, nil
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for path, hash := range files {
+			res := tx.Exec(`INSERT INTO delivered_instructions(execution_id, path, hash, delivered_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT DO NOTHING`, executionID, path, hash, s.now())
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected > 0 {
+				fresh[path] = true
+			}
+		}
+		return nil
+	})
+	return fresh, err
+}

@@ -132,6 +132,17 @@ var migrations = []migration{
 			PRIMARY KEY (grant_id, session_ref, actor_ref)
 		)`,
 	}},
+	{4, "delivered nested instructions", []string{
+		// Nested instruction files (AGENTS.md below the root) already shown to
+		// an execution, by path and content hash: a changed file is new.
+		`CREATE TABLE delivered_instructions (
+			execution_id TEXT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+			path TEXT NOT NULL,
+			hash TEXT NOT NULL,
+			delivered_at DATETIME NOT NULL,
+			PRIMARY KEY (execution_id, path, hash)
+		)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

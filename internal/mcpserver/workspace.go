@@ -1,0 +1,67 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// lockTimeout bounds how long a tool waits for the Project's root lock
+// before answering project_busy (well under the host's first-byte limit).
+const lockTimeout = 8 * time.Second
+
+// workspace is what a Project tool works on: the caller's execution, its
+// Project and the Project root opened as an *os.Root.
+type workspace struct {
+	exec  *store.Execution
+	proj  project.Root
+	root  *os.Root
+	lease *rootlock.Lease
+}
+
+// openWorkspace resolves the caller's execution (full re-check), takes the
+// root lock in mode and opens the root. Call close when done.
+func (s *Server) openWorkspace(ctx context.Context, c *call, mode rootlock.Mode) (*workspace, error) {
+	if err := c.requireSession(); err != nil {
+		return nil, err
+	}
+	e, proj, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, mode, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(proj.Path)
+	if err != nil {
+		lease.Release()
+		return nil, fmt.Errorf("%w: %w", binding.ErrProjectUnavailable, project.Scrub(err))
+	}
+	return &workspace{exec: e, proj: proj, root: r, lease: lease}, nil
+}
+
+func (w *workspace) close() {
+	w.root.Close()
+	w.lease.Release()
+}
+
+// pathDenied builds the path_denied tool error and counts it.
+func (s *Server) pathDenied(err error) *ToolError {
+	reason := "other"
+	var pe *project.PathError
+	if errors.As(err, &pe) {
+		reason = pe.Reason
+	}
+	s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
+	te := toolErr("path_denied", catSafety, "That path is outside the Project or not allowed ("+reason+"); use a path relative to the Project root.")
+	te.Details = map[string]any{"reason": reason}
+	return te
+}
