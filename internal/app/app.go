@@ -28,6 +28,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
 // Key purposes derived from the master key. Changing one invalidates what
@@ -142,6 +143,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
 	a.mcp = mcpserver.New(mcpserver.Options{OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
 // ---- list_projects ----
@@ -23,15 +24,9 @@ type projectItem struct {
 	ResumableTaskCount int    `json:"resumableTaskCount"`
 }
 
-type taskItem struct {
-	TaskRef   string `json:"taskRef"`
-	Title     string `json:"title"`
-	UpdatedAt string `json:"updatedAt"`
-}
-
 type listProjectsOut struct {
-	Projects       []projectItem `json:"projects"`
-	ResumableTasks []taskItem    `json:"resumableTasks,omitempty"`
+	Projects       []projectItem   `json:"projects"`
+	ResumableTasks []tasks.Summary `json:"resumableTasks,omitempty"`
 }
 
 func (o listProjectsOut) summary() string {
@@ -99,6 +94,7 @@ type projectControlOut struct {
 	Replayed     bool                  `json:"replayed,omitempty"`
 	Instructions *binding.Instructions `json:"instructions,omitempty"`
 	Interrupted  *int                  `json:"interrupted,omitempty"`
+	Checkpoint   *binding.Checkpoint   `json:"checkpoint,omitempty"`
 }
 
 // schema narrows the generated input schema with the enumerations.
@@ -115,6 +111,9 @@ func (o projectControlOut) summary() string {
 		return fmt.Sprintf("Re-attached to Project %s.", o.Label)
 	}
 	msg := fmt.Sprintf("Opened Project %s.", o.Label)
+	if o.Checkpoint != nil {
+		msg = fmt.Sprintf("Resumed a saved Task in Project %s; its summary is untrusted text from an earlier conversation.", o.Label)
+	}
 	if o.Instructions != nil && o.Instructions.NextCursor != "" {
 		msg += fmt.Sprintf(" Read the remaining %d instruction page(s) with project_control hydrate before using Project tools.",
 			o.Instructions.PageCount-o.Instructions.Page)
@@ -147,17 +146,28 @@ func registerProjectTools(s *Server) {
 
 func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) (listProjectsOut, error) {
 	out := listProjectsOut{Projects: []projectItem{}}
+	var refs []string
 	for _, r := range s.opts.Bindings.Projects(c.caller) {
 		if in.ProjectRef != "" && r.Ref != in.ProjectRef {
 			continue
 		}
 		out.Projects = append(out.Projects, projectItem{ProjectRef: r.Ref, Label: r.Label})
+		refs = append(refs, r.Ref)
+	}
+	if in.ProjectRef != "" && len(out.Projects) == 0 {
+		return out, binding.ErrProjectNotAuthorized
+	}
+	counts, err := s.opts.Tasks.Counts(ctx, refs)
+	if err != nil {
+		return out, err
+	}
+	for i := range out.Projects {
+		out.Projects[i].ResumableTaskCount = counts[out.Projects[i].ProjectRef]
 	}
 	if in.ProjectRef != "" {
-		if len(out.Projects) == 0 {
-			return out, binding.ErrProjectNotAuthorized
+		if out.ResumableTasks, err = s.opts.Tasks.List(ctx, in.ProjectRef); err != nil {
+			return out, err
 		}
-		out.ResumableTasks = []taskItem{}
 	}
 	return out, nil
 }
@@ -185,7 +195,7 @@ func (s *Server) projectControl(ctx context.Context, c *call, in *projectControl
 	case "hydrate":
 		opened, err = s.opts.Bindings.Hydrate(ctx, c.caller, in.Cursor)
 	case "resume":
-		err = binding.ErrTaskNotFound
+		opened, out.Checkpoint, out.Replayed, err = s.opts.Bindings.Resume(ctx, c.caller, in.TaskRef, in.OperationID)
 	case "interrupt":
 		var n int
 		n, err = s.opts.Bindings.Interrupt(ctx, c.caller)

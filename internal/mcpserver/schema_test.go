@@ -23,6 +23,7 @@ var update = flag.Bool("update", false, "rewrite the tool schema snapshots in te
 var requiredScopes = map[string][]string{
 	"list_projects":   {"project:read"},
 	"project_control": {"project:read"},
+	"save_progress":   {"project:read"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

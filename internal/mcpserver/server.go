@@ -23,6 +23,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -37,6 +38,7 @@ type Options struct {
 	Bindings       *binding.Service
 	Operations     *operation.Service
 	Locks          *rootlock.Locks
+	Tasks          *tasks.Service
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -69,6 +71,7 @@ func New(opts Options) *Server {
 		})
 	s.mcp.AddReceivingMiddleware(s.filterToolsMiddleware)
 	registerProjectTools(s)
+	registerProgressTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -24,7 +24,8 @@ type Execution struct {
 	SessionRef           string
 	ActorRef             string
 	InstructionsRevision string
-	InstructionsPending  bool // root instruction pages not all delivered yet
+	InstructionsPending  bool   // root instruction pages not all delivered yet
+	TaskRef              string // the saved Task this execution works on, if any
 	CreatedAt            time.Time
 	ClosedAt             *time.Time
 	CloseReason          string
@@ -43,6 +44,7 @@ type executionRow struct {
 	ActorRef             string
 	InstructionsRevision string
 	InstructionsPending  bool
+	TaskRef              string
 	CreatedAt            time.Time
 	ClosedAt             *time.Time
 	CloseReason          string
@@ -54,7 +56,7 @@ func (r executionRow) toExecution() *Execution {
 	return &Execution{ID: r.ID, GrantID: r.GrantID, ClientID: r.ClientID, ProjectRef: r.ProjectRef,
 		RootFingerprint: r.RootFingerprint, GrantEpoch: r.GrantEpoch, GlobalEpoch: r.GlobalEpoch,
 		Scopes: strings.Fields(r.Scopes), SessionRef: r.SessionRef, ActorRef: r.ActorRef,
-		InstructionsRevision: r.InstructionsRevision, InstructionsPending: r.InstructionsPending,
+		InstructionsRevision: r.InstructionsRevision, InstructionsPending: r.InstructionsPending, TaskRef: r.TaskRef,
 		CreatedAt: r.CreatedAt, ClosedAt: r.ClosedAt, CloseReason: r.CloseReason}
 }
 

@@ -143,6 +143,25 @@ var migrations = []migration{
 			PRIMARY KEY (execution_id, path, hash)
 		)`,
 	}},
+	{5, "saved tasks", []string{
+		// A saved Task belongs to a Project (by projectRef, stable across
+		// restarts and grants), not to a grant: any grant that currently
+		// authorizes the Project may list and resume it.
+		`CREATE TABLE tasks (
+			task_ref TEXT PRIMARY KEY,
+			project_ref TEXT NOT NULL,
+			title TEXT NOT NULL DEFAULT '',
+			progress TEXT NOT NULL DEFAULT '',
+			status TEXT NOT NULL,
+			revision INTEGER NOT NULL,
+			active_execution_id TEXT NOT NULL DEFAULT '',
+			created_at DATETIME NOT NULL,
+			updated_at DATETIME NOT NULL,
+			completed_at DATETIME
+		)`,
+		`CREATE INDEX tasks_project ON tasks(project_ref, status, updated_at)`,
+		`ALTER TABLE executions ADD COLUMN task_ref TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
