@@ -68,13 +68,17 @@ type Options struct {
 	// how many; nil until the process layer exists.
 	OnInterrupt func(ctx context.Context, executionID string) (int, error)
 	PageBytes   int // instruction page size; zero means the package default
+	// RunningProcesses counts an execution's running commands (Thread close
+	// refuses while any run); nil means none.
+	RunningProcesses func(executionID string) int
 }
 
 // Service is safe for concurrent use.
 type Service struct {
-	opts  Options
-	log   *slog.Logger
-	queue *fifo
+	opts   Options
+	log    *slog.Logger
+	queue  *fifo
+	notify notifier
 }
 
 // New builds a Service.
@@ -204,6 +208,9 @@ func (s *Service) createExecution(ctx context.Context, c Caller, root project.Ro
 		SessionRef: c.SessionRef, ActorRef: c.ActorRef, InstructionsRevision: set.Revision,
 		InstructionsPending: len(set.Pages) > 1}
 	if err := s.opts.Store.CreateExecution(ctx, e); err != nil {
+		return nil, err
+	}
+	if err := s.createThread(ctx, e, map[string]any{"projectLabel": root.Label}); err != nil {
 		return nil, err
 	}
 	res := &storedOpen{Opened: Opened{ProjectRef: root.Ref, Label: root.Label, Status: "open"}, ExecutionID: e.ID}

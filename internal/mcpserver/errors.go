@@ -84,6 +84,14 @@ func mapError(err error) *ToolError {
 		e := toolErr("project_unavailable", catTransient, "The Project directory cannot be read right now; try again later.")
 		e.Retryable = true
 		return e
+	case errors.Is(err, binding.ErrThreadNotFound):
+		return toolErr("project_thread_not_found", catState, "No such Thread for this connection and user.")
+	case errors.Is(err, binding.ErrThreadRevision):
+		return toolErr("thread_revision_conflict", catConflict, "The Thread changed; read its status and retry with the new revision.", "project_thread_control status")
+	case errors.Is(err, binding.ErrProcessesRunning):
+		e := toolErr("project_busy", catTransient, "Commands of this Thread are still running; interrupt them before closing it.", "project_control interrupt")
+		e.Retryable = true
+		return e
 	case errors.Is(err, binding.ErrTaskNotFound):
 		return toolErr("project_task_not_found", catState, "No saved Task with that taskRef is available to this connection.", "list_projects")
 	case errors.Is(err, rootlock.ErrBusy):

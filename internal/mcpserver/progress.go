@@ -69,6 +69,9 @@ func (s *Server) saveProgress(ctx context.Context, c *call, in *saveProgressIn) 
 		te.OperationID = in.OperationID
 		return saveProgressOut{}, te
 	}
+	if !replayed {
+		s.opts.Bindings.Checkpoint(ctx, e.ID, "progress_saved", map[string]any{"revision": saved.Revision, "status": saved.Status})
+	}
 	return saveProgressOut{Saved: *saved, Replayed: replayed}, nil
 }
 

@@ -162,14 +162,13 @@ func jsonProblem(err error) string {
 	return "malformed JSON"
 }
 
-// visibleTools returns the tools a principal may see (scopes held; never
-// app-only tools).
+// visibleTools returns the tools a principal may see: those whose scopes
+// it holds. App-only tools are listed too, marked with
+// _meta.ui.visibility ["app"] so MCP Apps hosts keep them from the model
+// while their widgets can still call them.
 func (s *Server) visibleTools(p *oauth.Principal) map[string]bool {
 	out := map[string]bool{}
 	for _, t := range s.tools {
-		if t.spec.appOnly {
-			continue
-		}
 		ok := true
 		for _, need := range t.spec.scopes {
 			if !p.HasScope(need) {

@@ -21,9 +21,10 @@ var update = flag.Bool("update", false, "rewrite the tool schema snapshots in te
 // requiredScopes is DESIGN §7's table: the scopes each tool needs. A tool
 // missing here fails the test, so new tools must be added deliberately.
 var requiredScopes = map[string][]string{
-	"list_projects":   {"project:read"},
-	"project_control": {"project:read"},
-	"save_progress":   {"project:read"},
+	"list_projects":          {"project:read"},
+	"project_control":        {"project:read"},
+	"save_progress":          {"project:read"},
+	"project_thread_control": {"project:read"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

@@ -72,6 +72,7 @@ func New(opts Options) *Server {
 	s.mcp.AddReceivingMiddleware(s.filterToolsMiddleware)
 	registerProjectTools(s)
 	registerProgressTools(s)
+	registerThreadTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

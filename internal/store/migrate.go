@@ -162,6 +162,30 @@ var migrations = []migration{
 		`CREATE INDEX tasks_project ON tasks(project_ref, status, updated_at)`,
 		`ALTER TABLE executions ADD COLUMN task_ref TEXT NOT NULL DEFAULT ''`,
 	}},
+	{6, "threads", []string{
+		// One Thread per execution (the mapping is written once: execution_id
+		// is UNIQUE and never updated), private to the grant's Actor.
+		`CREATE TABLE threads (
+			thread_ref TEXT PRIMARY KEY,
+			execution_id TEXT NOT NULL UNIQUE REFERENCES executions(id),
+			grant_id TEXT NOT NULL,
+			actor_ref TEXT NOT NULL,
+			project_ref TEXT NOT NULL,
+			status TEXT NOT NULL,
+			revision INTEGER NOT NULL,
+			created_at DATETIME NOT NULL,
+			updated_at DATETIME NOT NULL
+		)`,
+		`CREATE INDEX threads_owner ON threads(grant_id, actor_ref, updated_at)`,
+		`CREATE TABLE thread_activity (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			thread_ref TEXT NOT NULL REFERENCES threads(thread_ref) ON DELETE CASCADE,
+			kind TEXT NOT NULL,
+			data TEXT NOT NULL DEFAULT '{}',
+			at DATETIME NOT NULL
+		)`,
+		`CREATE INDEX thread_activity_thread ON thread_activity(thread_ref, id)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -1,0 +1,217 @@
+package binding
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// Thread errors owned by this package.
+var (
+	// ErrThreadNotFound: no such Thread for this grant and Actor (another
+	// grant's or Actor's Thread gets exactly the same answer).
+	ErrThreadNotFound = errors.New("thread not found")
+	// ErrThreadRevision: ifMatch does not match the Thread's revision.
+	ErrThreadRevision = errors.New("thread revision conflict")
+	// ErrProcessesRunning: close refused while the execution's commands run.
+	ErrProcessesRunning = errors.New("processes running")
+)
+
+// MaxActivityWait bounds activity long polls.
+const MaxActivityWait = 20 * time.Second
+
+// ThreadView is a Thread as the app sees it (no internal IDs).
+type ThreadView struct {
+	ThreadRef  string `json:"threadRef"`
+	ProjectRef string `json:"projectRef"`
+	Label      string `json:"projectLabel"`
+	Status     string `json:"status"`
+	Revision   int64  `json:"revision"`
+	UpdatedAt  string `json:"updatedAt"`
+}
+
+// ActivityView is one sanitized journal entry.
+type ActivityView struct {
+	Seq  int64          `json:"seq"`
+	Kind string         `json:"kind"`
+	Data map[string]any `json:"data,omitempty"`
+	At   string         `json:"at"`
+}
+
+// notifier wakes activity long polls.
+type notifier struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+func (n *notifier) wait(ref string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = map[string]chan struct{}{}
+	}
+	c, ok := n.ch[ref]
+	if !ok {
+		c = make(chan struct{})
+		n.ch[ref] = c
+	}
+	return c
+}
+
+func (n *notifier) wake(ref string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c, ok := n.ch[ref]; ok {
+		close(c)
+		delete(n.ch, ref)
+	}
+}
+
+func (s *Service) createThread(ctx context.Context, e *store.Execution, data map[string]any) error {
+	b, _ := json.Marshal(data)
+	t := &store.Thread{Ref: newThreadRef(), ExecutionID: e.ID, GrantID: e.GrantID, ActorRef: e.ActorRef, ProjectRef: e.ProjectRef}
+	return s.opts.Store.CreateThread(ctx, t, "opened", string(b))
+}
+
+// Checkpoint appends a server-observed, already sanitized entry to the
+// Thread of an execution (a patch applied, a command finished, progress
+// saved). data must never hold command text, output, internal references
+// or host paths. Failures are logged, not returned: a checkpoint never
+// fails the tool call that produced it.
+func (s *Service) Checkpoint(ctx context.Context, executionID, kind string, data map[string]any) {
+	t, err := s.opts.Store.ThreadOfExecution(ctx, executionID)
+	if err != nil {
+		s.log.WarnContext(ctx, "checkpoint without thread", "kind", kind, "err", err)
+		return
+	}
+	b, _ := json.Marshal(data)
+	if _, err := s.opts.Store.AppendActivity(ctx, t.Ref, kind, string(b)); err != nil {
+		s.log.ErrorContext(ctx, "append checkpoint", "kind", kind, "err", err)
+		return
+	}
+	s.notify.wake(t.Ref)
+}
+
+func (s *Service) view(t *store.Thread) ThreadView {
+	label := ""
+	if r, ok := s.opts.Catalog.Lookup(t.ProjectRef); ok {
+		label = r.Label
+	}
+	return ThreadView{ThreadRef: t.Ref, ProjectRef: t.ProjectRef, Label: label, Status: t.Status, Revision: t.Revision,
+		UpdatedAt: t.UpdatedAt.UTC().Format(time.RFC3339)}
+}
+
+// Threads lists the caller's Threads (this grant, this Actor), newest first.
+func (s *Service) Threads(ctx context.Context, c Caller) ([]ThreadView, error) {
+	ts, err := s.opts.Store.Threads(ctx, c.GrantID, c.ActorRef, 50)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ThreadView, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, s.view(t))
+	}
+	return out, nil
+}
+
+func (s *Service) thread(ctx context.Context, c Caller, ref string) (*store.Thread, error) {
+	t, err := s.opts.Store.ThreadFor(ctx, ref, c.GrantID, c.ActorRef)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrThreadNotFound
+	}
+	return t, err
+}
+
+// ThreadStatus returns one of the caller's Threads.
+func (s *Service) ThreadStatus(ctx context.Context, c Caller, ref string) (*ThreadView, error) {
+	t, err := s.thread(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	v := s.view(t)
+	return &v, nil
+}
+
+// Activity returns entries after since; with wait > 0 it long-polls (at
+// most MaxActivityWait) until something new arrives.
+func (s *Service) Activity(ctx context.Context, c Caller, ref string, since int64, wait time.Duration) ([]ActivityView, error) {
+	if _, err := s.thread(ctx, c, ref); err != nil {
+		return nil, err
+	}
+	wait = min(wait, MaxActivityWait)
+	deadline := time.Now().Add(wait)
+	for {
+		woken := s.notify.wait(ref)
+		acts, err := s.opts.Store.ActivitySince(ctx, ref, since, 100)
+		if err != nil {
+			return nil, err
+		}
+		if len(acts) > 0 || wait <= 0 || !time.Now().Before(deadline) {
+			out := make([]ActivityView, 0, len(acts))
+			for _, a := range acts {
+				v := ActivityView{Seq: a.Seq, Kind: a.Kind, At: a.At.UTC().Format(time.RFC3339)}
+				_ = json.Unmarshal([]byte(a.Data), &v.Data)
+				out = append(out, v)
+			}
+			return out, nil
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-woken:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// SetThreadStatus archives, completes or closes one of the caller's
+// Threads if ifMatch is its current revision. Close refuses while the
+// execution's commands run, and closes the execution. None of these touch
+// a shared saved Task.
+func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status string, ifMatch int64) (*ThreadView, error) {
+	t, err := s.thread(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	if t.Revision != ifMatch {
+		return nil, ErrThreadRevision
+	}
+	if status == store.ThreadClosed {
+		if s.opts.RunningProcesses != nil && s.opts.RunningProcesses(t.ExecutionID) > 0 {
+			return nil, ErrProcessesRunning
+		}
+		if err := s.opts.Store.CloseExecution(ctx, t.ExecutionID, "thread_closed"); err != nil {
+			return nil, err
+		}
+		if s.opts.OnClose != nil {
+			s.opts.OnClose(ctx, []string{t.ExecutionID})
+		}
+	}
+	updated, err := s.opts.Store.SetThreadStatus(ctx, ref, ifMatch, status)
+	if errors.Is(err, store.ErrThreadRevision) {
+		return nil, ErrThreadRevision
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.notify.wake(ref)
+	v := s.view(updated)
+	return &v, nil
+}
+
+func newThreadRef() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return "thr_" + base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,102 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+type threadControlIn struct {
+	Action    string `json:"action" jsonschema:"list, status, activity, archive, complete or close"`
+	ThreadRef string `json:"threadRef,omitempty" jsonschema:"the Thread (all actions but list)"`
+	IfMatch   *int64 `json:"ifMatch,omitempty" jsonschema:"the Thread's current revision (archive, complete, close)"`
+	Since     int64  `json:"since,omitempty" jsonschema:"activity: return entries after this sequence number"`
+	WaitMs    int    `json:"waitMs,omitempty" jsonschema:"activity: wait up to this long (at most 20000) for new entries"`
+}
+
+func (threadControlIn) schema(s *jsonschema.Schema) {
+	s.Properties["action"].Enum = []any{"list", "status", "activity", "archive", "complete", "close"}
+}
+
+func (in *threadControlIn) validate() error {
+	switch in.Action {
+	case "list":
+		return nil
+	case "status", "activity":
+	case "archive", "complete", "close":
+		if in.IfMatch == nil {
+			return invalidInput("%s needs ifMatch (the Thread's revision)", in.Action)
+		}
+	default:
+		return invalidInput("action must be list, status, activity, archive, complete or close")
+	}
+	if in.ThreadRef == "" {
+		return invalidInput("%s needs threadRef", in.Action)
+	}
+	if in.WaitMs < 0 || in.WaitMs > 20000 {
+		return invalidInput("waitMs must be between 0 and 20000")
+	}
+	return nil
+}
+
+type threadControlOut struct {
+	Action   string                 `json:"action"`
+	Threads  []binding.ThreadView   `json:"threads,omitempty"`
+	Thread   *binding.ThreadView    `json:"thread,omitempty"`
+	Activity []binding.ActivityView `json:"activity,omitempty"`
+}
+
+func (o threadControlOut) summary() string {
+	switch o.Action {
+	case "list":
+		return fmt.Sprintf("%d Thread(s).", len(o.Threads))
+	case "activity":
+		return fmt.Sprintf("%d new activity entries.", len(o.Activity))
+	}
+	return fmt.Sprintf("Thread is %s.", o.Thread.Status)
+}
+
+func registerThreadTools(s *Server) {
+	addTool(s, spec{
+		name:  "project_thread_control",
+		title: "Manage conversation Threads",
+		description: "Use when the DevSpace app view lists, inspects, archives, completes or closes your own Threads. " +
+			"Avoid calling it from the model: it is for the app UI. " +
+			"Returns Threads with status and revision, or their activity entries.",
+		scopes:  []string{oauth.ScopeRead},
+		hints:   hints{destructive: true},
+		appOnly: true,
+	}, s.threadControl)
+}
+
+func (s *Server) threadControl(ctx context.Context, c *call, in *threadControlIn) (threadControlOut, error) {
+	out := threadControlOut{Action: in.Action}
+	var err error
+	switch in.Action {
+	case "list":
+		out.Threads, err = s.opts.Bindings.Threads(ctx, c.caller)
+		if out.Threads == nil {
+			out.Threads = []binding.ThreadView{}
+		}
+	case "status":
+		out.Thread, err = s.opts.Bindings.ThreadStatus(ctx, c.caller, in.ThreadRef)
+	case "activity":
+		out.Activity, err = s.opts.Bindings.Activity(ctx, c.caller, in.ThreadRef, in.Since, time.Duration(in.WaitMs)*time.Millisecond)
+		if out.Activity == nil {
+			out.Activity = []binding.ActivityView{}
+		}
+	case "archive":
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadArchived, *in.IfMatch)
+	case "complete":
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadCompleted, *in.IfMatch)
+	case "close":
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadClosed, *in.IfMatch)
+	}
+	return out, err
+}
