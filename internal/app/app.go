@@ -27,6 +27,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
 )
@@ -142,7 +143,12 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		st.Close()
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
-	a.mcp = mcpserver.New(mcpserver.Options{OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+	skillCatalog, err := skills.New(cfg.SkillPaths)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("DEVSPACE_SKILL_PATHS: %w", err)
+	}
+	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})

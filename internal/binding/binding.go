@@ -408,3 +408,14 @@ func (s *Service) Interrupt(ctx context.Context, c Caller) (int, error) {
 	}
 	return s.opts.OnInterrupt(ctx, e.ID)
 }
+
+// EncodeCursor signs a continuation cursor bound to the caller's grant,
+// epochs, session and execution.
+func (s *Service) EncodeCursor(c Caller, e *store.Execution, claims cursor.Claims) (string, error) {
+	return s.opts.Cursors.Encode(s.cursorBinding(c, e), claims)
+}
+
+// DecodeCursor verifies a cursor for the caller's execution and kind.
+func (s *Service) DecodeCursor(c Caller, e *store.Execution, cur, kind string) (cursor.Claims, error) {
+	return s.opts.Cursors.Decode(cur, s.cursorBinding(c, e), kind)
+}

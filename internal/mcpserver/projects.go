@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/devspace-dev/devspace/internal/widget"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/devspace-dev/devspace/internal/binding"
@@ -27,6 +30,15 @@ type projectItem struct {
 type listProjectsOut struct {
 	Projects       []projectItem   `json:"projects"`
 	ResumableTasks []tasks.Summary `json:"resumableTasks,omitempty"`
+	threads        []binding.ThreadView
+}
+
+// resultMeta hands the widget the caller's Threads (never the model).
+func (o listProjectsOut) resultMeta() mcp.Meta {
+	if o.threads == nil {
+		return nil
+	}
+	return mcp.Meta{widget.ThreadsMetaKey: o.threads}
 }
 
 func (o listProjectsOut) summary() string {
@@ -130,6 +142,7 @@ func registerProjectTools(s *Server) {
 			"Returns projectRef and label per Project (a projectRef is a selector, not a secret), and with projectRef the Project's resumable Tasks.",
 		scopes: []string{oauth.ScopeRead},
 		hints:  hints{readOnly: true, idempotent: true},
+		widget: s.opts.Widgets == "full",
 	}, s.listProjects)
 
 	addTool(s, spec{
@@ -166,6 +179,11 @@ func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) 
 	}
 	if in.ProjectRef != "" {
 		if out.ResumableTasks, err = s.opts.Tasks.List(ctx, in.ProjectRef); err != nil {
+			return out, err
+		}
+	}
+	if s.opts.Widgets == "full" {
+		if out.threads, err = s.opts.Bindings.Threads(ctx, c.caller); err != nil {
 			return out, err
 		}
 	}

@@ -27,6 +27,7 @@ type spec struct {
 	scopes                   []string // all required to call (and to see) the tool
 	hints                    hints
 	appOnly                  bool // hidden from the model (_meta.ui.visibility ["app"])
+	widget                   bool // linked to the Project App widget (DEVSPACE_WIDGETS)
 }
 
 // call is what a handler gets besides its typed input.
@@ -76,6 +77,11 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 		Annotations: &mcp.ToolAnnotations{Title: sp.title, ReadOnlyHint: sp.hints.readOnly,
 			DestructiveHint: &destructive, IdempotentHint: sp.hints.idempotent, OpenWorldHint: &openWorld},
 		Meta: mcp.Meta{"securitySchemes": []map[string]any{{"type": "oauth2", "scopes": sp.scopes}}},
+	}
+	if sp.widget {
+		for k, v := range s.widgetMeta() {
+			def.Meta[k] = v
+		}
 	}
 	if sp.appOnly {
 		def.Meta["ui"] = map[string]any{"visibility": []string{"app"}}
@@ -147,10 +153,14 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 		}
 		return errorResult(te)
 	}
-	return &mcp.CallToolResult{
+	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: out.summary()}},
 		StructuredContent: out,
 	}
+	if m, ok := out.(interface{ resultMeta() mcp.Meta }); ok {
+		res.Meta = m.resultMeta()
+	}
+	return res
 }
 
 // jsonProblem describes a decoding error without echoing input.

@@ -25,6 +25,8 @@ var requiredScopes = map[string][]string{
 	"project_control":        {"project:read"},
 	"save_progress":          {"project:read"},
 	"project_thread_control": {"project:read"},
+	"read_files":             {"project:read"},
+	"skills":                 {"project:read"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

@@ -19,10 +19,12 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
+	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
@@ -39,6 +41,8 @@ type Options struct {
 	Operations     *operation.Service
 	Locks          *rootlock.Locks
 	Tasks          *tasks.Service
+	Skills         *skills.Catalog
+	Widgets        string   // DEVSPACE_WIDGETS: full, changes or off
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -54,6 +58,9 @@ type Server struct {
 	tools     []tool
 	stateful  http.Handler
 	stateless http.Handler
+	files     *files.Reader
+	skills    *skills.Catalog
+	loaded    loadedSkills
 }
 
 // New builds the MCP server and registers every tool.
@@ -62,7 +69,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log.With("component", "mcp")}
+	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -70,9 +77,11 @@ func New(opts Options) *Server {
 			Logger: log.With("component", "mcp-sdk"),
 		})
 	s.mcp.AddReceivingMiddleware(s.filterToolsMiddleware)
+	registerWidget(s)
 	registerProjectTools(s)
 	registerProgressTools(s)
 	registerThreadTools(s)
+	registerFileTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

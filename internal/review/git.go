@@ -1,0 +1,260 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// stderrCap bounds the stderr kept from one Git invocation.
+const stderrCap = 4096
+
+// waitDelay bounds how long Wait waits for output pipes after the process
+// group was killed.
+const waitDelay = 2 * time.Second
+
+// transports lists Git's built-in transports. Each gets
+// protocol.<name>.allow=never on the command line, which wins over the
+// repository's own per-protocol settings; protocol.allow=never covers the
+// rest. Nothing here needs the network, and a lazy fetch in a partial clone
+// must not reach one.
+var transports = [...]string{"file", "git", "ssh", "http", "https", "ext"}
+
+// gitRunner runs hardened Git invocations in one canonical root.
+type gitRunner struct {
+	r   *Reviewer
+	dir string
+}
+
+// result is what one invocation produced.
+type result struct {
+	stdout    []byte
+	stderr    []byte
+	exitCode  int
+	truncated bool // stdout passed its cap; the process was killed
+}
+
+// env is the complete environment of every Git invocation.
+func (g *gitRunner) env() []string {
+	return []string{
+		"PATH=" + g.r.pathEnv,
+		"HOME=" + os.DevNull,
+		"XDG_CONFIG_HOME=" + os.DevNull,
+		"LANG=C",
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_SYSTEM=" + os.DevNull,
+		"GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_LAZY_FETCH=1",
+	}
+}
+
+// args prefixes sub with the global options of every invocation.
+func (g *gitRunner) args(sub []string) []string {
+	a := []string{
+		"--no-pager", "--no-optional-locks", "--literal-pathspecs",
+		"-c", "core.fsmonitor=false",
+		"-c", "core.untrackedCache=false",
+		"-c", "diff.external=",
+		"-c", "core.quotePath=false",
+		"-c", "core.hooksPath=" + os.DevNull,
+		"-c", "submodule.recurse=false",
+		"-c", "protocol.allow=never",
+		"-c", "safe.directory=" + g.dir,
+	}
+	for _, t := range transports {
+		a = append(a, "-c", "protocol."+t+".allow=never")
+	}
+	return append(a, sub...)
+}
+
+// run runs git with args in g.dir, keeping at most limit bytes of stdout. It
+// returns an error only when Git could not be started or ctx ended; a
+// non-zero exit is reported in the result.
+func (g *gitRunner) run(ctx context.Context, limit int64, args ...string) (result, error) {
+	runCtx, kill := context.WithCancel(ctx)
+	defer kill()
+	cmd := exec.CommandContext(runCtx, g.r.git, g.args(args)...)
+	cmd.Dir = g.dir
+	cmd.Env = g.env()
+	cmd.Stdin = nil // the null device
+	stdout := &capWriter{limit: limit, onFull: kill}
+	stderr := &capWriter{limit: stderrCap}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	setProcessGroup(cmd)
+	cmd.WaitDelay = waitDelay
+
+	err := cmd.Run()
+	res := result{stdout: stdout.buf, stderr: stderr.buf, truncated: stdout.full}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("review: git %s: %w", args[0], ctx.Err())
+	}
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			if res.truncated {
+				// Killed for its output (WaitDelay may report the pipes).
+				res.exitCode = -1
+				return res, nil
+			}
+			return res, fmt.Errorf("review: run git %s: %w: %w", args[0], ErrGit, err)
+		}
+		res.exitCode = exit.ExitCode()
+	}
+	return res, nil
+}
+
+// failed describes a non-zero exit for logs.
+func (g *gitRunner) failed(sub string, res result) error {
+	msg, _, _ := strings.Cut(strings.TrimSpace(string(res.stderr)), "\n")
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return fmt.Errorf("review: git %s exited with status %d: %s: %w", sub, res.exitCode, msg, ErrGit)
+}
+
+// checkTopLevel returns the repository's object format after making sure
+// g.dir is exactly the top level of a work tree.
+func (g *gitRunner) checkTopLevel(ctx context.Context) (string, error) {
+	res, err := g.run(ctx, listCap, "rev-parse", "--show-object-format", "--is-inside-work-tree", "--show-toplevel")
+	if err != nil {
+		return "", err
+	}
+	lines := strings.SplitN(string(res.stdout), "\n", 3)
+	if res.exitCode != 0 {
+		switch {
+		case bytes.Contains(res.stderr, []byte("not a git repository")):
+			return "", fmt.Errorf("review: %w", ErrNotRepository)
+		case len(lines) >= 2 && lines[1] == "false":
+			return "", fmt.Errorf("review: inside a git directory: %w", ErrNotTopLevel)
+		}
+		return "", g.failed("rev-parse", res)
+	}
+	if len(lines) != 3 || lines[1] != "true" {
+		return "", fmt.Errorf("review: unexpected git rev-parse output: %w", ErrGit)
+	}
+	// The top level is the rest, less the one newline rev-parse adds (a
+	// directory name may itself contain newlines).
+	top := strings.TrimSuffix(lines[2], "\n")
+	real, err := filepath.EvalSymlinks(top)
+	if err != nil {
+		return "", fmt.Errorf("review: resolve git top level: %w: %w", ErrGit, err)
+	}
+	if real != g.dir {
+		return "", fmt.Errorf("review: %w", ErrNotTopLevel)
+	}
+	return lines[0], nil
+}
+
+// head returns the full HEAD commit ID, or "" when HEAD is unborn.
+func (g *gitRunner) head(ctx context.Context) (string, error) {
+	res, err := g.run(ctx, 1024, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(res.stdout))
+	switch {
+	case res.exitCode == 1 && id == "":
+		return "", nil
+	case res.exitCode != 0:
+		return "", g.failed("rev-parse", res)
+	case !isHex(id):
+		return "", fmt.Errorf("review: unexpected HEAD %q: %w", id, ErrGit)
+	}
+	return id, nil
+}
+
+func isHex(s string) bool {
+	if len(s) < 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkFilters returns ErrUnsafeFilters when the configuration Git uses in
+// g.dir defines an executable filter or diff driver (see the package doc).
+func (g *gitRunner) checkFilters(ctx context.Context) error {
+	res, err := g.run(ctx, listCap, "config", "-z", "--includes", "--list")
+	if err != nil {
+		return err
+	}
+	if res.truncated {
+		return fmt.Errorf("review: git configuration over %d bytes: %w", listCap, ErrGit)
+	}
+	if res.exitCode != 0 {
+		return g.failed("config", res)
+	}
+	if key, ok := unsafeConfig(res.stdout); ok {
+		return fmt.Errorf("review: %s is configured: %w", key, ErrUnsafeFilters)
+	}
+	return nil
+}
+
+// unsafeConfig scans `git config -z --list` output ("key\nvalue\0" or
+// "key\0" entries, keys with lowercase section and variable names) for
+// filter.<driver>.{clean,smudge,process} and diff.<driver>.{textconv,command}.
+// It returns the first such key, with the driver name left out.
+func unsafeConfig(out []byte) (string, bool) {
+	for _, entry := range bytes.Split(out, []byte{0}) {
+		key, _, _ := bytes.Cut(entry, []byte{'\n'})
+		k := strings.ToLower(string(key))
+		section, rest, ok := strings.Cut(k, ".")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			continue // no driver subsection: diff.external and friends
+		}
+		name := rest[i+1:]
+		switch {
+		case section == "filter" && (name == "clean" || name == "smudge" || name == "process"):
+			return "filter.<driver>." + name, true
+		case section == "diff" && (name == "textconv" || name == "command"):
+			return "diff.<driver>." + name, true
+		}
+	}
+	return "", false
+}
+
+// capWriter keeps the first limit bytes written to it and discards the rest,
+// calling onFull once when something had to be discarded.
+type capWriter struct {
+	buf    []byte
+	limit  int64
+	full   bool
+	onFull func()
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if w.full {
+		return len(p), nil
+	}
+	room := w.limit - int64(len(w.buf))
+	if int64(len(p)) <= room {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p[:room]...)
+	w.full = true
+	if w.onFull != nil {
+		w.onFull()
+	}
+	return len(p), nil
+}

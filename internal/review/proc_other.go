@@ -1,0 +1,15 @@
+//go:build !unix
+
+package review
+
+import (
+	"os"
+	"os/exec"
+)
+
+// fileOpenFlags opens untracked files. Without Unix FIFOs there is nothing to
+// guard against beyond the Lstat that precedes every open.
+const fileOpenFlags = os.O_RDONLY
+
+// setProcessGroup keeps exec's default cancellation: killing the process.
+func setProcessGroup(cmd *exec.Cmd) {}

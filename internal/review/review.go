@@ -1,0 +1,477 @@
+// Package review produces a read-only Git review of a Project root: the
+// staged, unstaged and untracked changes behind show_changes
+// `source: repository` (DESIGN §7). It knows nothing about MCP; the tool
+// handler pages Changes.Diff with Page and signs cursors over
+// Changes.Revision.
+//
+// Reviewing must not let repository content run code or change the
+// repository, because a grant with only project:read may ask for it while the
+// repository (including .git/config, which apply_patch can write) is
+// untrusted input. The rules, and why:
+//
+//   - Only plumbing runs: rev-parse, config, diff-index --cached, diff-files
+//     and ls-files. Porcelain `git diff` and `git status` refresh and rewrite
+//     .git/index even with --no-optional-locks (Git 2.39), plumbing never
+//     does. Stat-only differences (a touched but unchanged file), which
+//     plumbing lists without a line count, are dropped.
+//   - Every invocation is `git --no-pager --no-optional-locks
+//     --literal-pathspecs -c core.fsmonitor=false -c core.untrackedCache=false
+//     -c diff.external= -c core.hooksPath=/dev/null -c protocol.allow=never
+//     (and protocol.<name>.allow=never for every built-in transport) …`;
+//     diffs add --no-ext-diff --no-textconv --no-color and
+//     --ignore-submodules=dirty (a dirty check would run `git status` inside
+//     the submodule, under the submodule's own config).
+//   - The environment is built from scratch: PATH (the server's), HOME and
+//     XDG paths pointing at /dev/null, LANG=LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
+//     GIT_CONFIG_SYSTEM=GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM=1,
+//     GIT_OPTIONAL_LOCKS=0, GIT_TERMINAL_PROMPT=0 and GIT_NO_LAZY_FETCH=1
+//     (Git 2.44+; on older Git the protocol.*.allow=never settings stop a
+//     partial clone's lazy fetch).
+//     No inherited GIT_* variable (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE,
+//     GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS…) reaches Git. System and
+//     global configuration, attributes and excludes of the server's user are
+//     therefore not read either: they could inject helpers, and the review
+//     must not depend on who runs the server. The repository's own
+//     configuration (.git/config, config.worktree and their includes) is
+//     read, which is what the filter check below inspects.
+//   - safe.directory is set on the command line to the canonical root, so a
+//     root owned by another UID (a bind mount in the container) can be
+//     reviewed: the owner approved that root, and the rules here, not Git's
+//     ownership check, keep its configuration from running code.
+//   - Changes refuses with ErrUnsafeFilters when the configuration Git would
+//     use defines any filter.<driver>.clean, .smudge or .process, or any
+//     diff.<driver>.textconv or .command — whether or not .gitattributes
+//     references it. Checking references would mean evaluating attributes
+//     (every directory's .gitattributes, info/attributes, macros) exactly as
+//     Git does; "configured at all" is simpler and never weaker. diff-files
+//     runs clean filters on worktree files whose stat data changed, so this
+//     check is what keeps them from running. A repository using Git LFS
+//     with a local `git lfs install` is refused for the same reason.
+//   - The check and the diffs are separate Git invocations. The caller holds
+//     the root's read lock, which excludes apply_patch; a command running
+//     meanwhile could change .git/config, but such a command can already run
+//     code.
+//   - Untracked files come from `ls-files --others --exclude-standard -z` and
+//     are rendered as new-file diffs by this package, reading them through an
+//     os.Root (bounded, FIFOs and devices skipped, symlinks shown as their
+//     target like Git does), never through `git diff --no-index`.
+//   - Every invocation has stdin from /dev/null, runs in its own process
+//     group, is killed (the whole group) when Options.Timeout expires or
+//     when its output passes its cap, and has its output read through a
+//     bounded writer.
+package review
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults used when the corresponding Options field is zero.
+const (
+	DefaultTimeout      = 20 * time.Second
+	DefaultMaxDiffBytes = 16 << 20
+	DefaultMaxFiles     = 10000
+	// DefaultPageBytes is the show_changes page size (DESIGN §9), used by
+	// Page when pageBytes is not positive.
+	DefaultPageBytes = 32000
+)
+
+// listCap bounds the listing part (raw status, numstat, untracked names,
+// configuration) of one Git invocation's output.
+const listCap = 8 << 20
+
+// Errors returned by Changes. The review package owns them; the MCP edge maps
+// ErrNotRepository and ErrNotTopLevel to repository_review_unavailable,
+// ErrUnsafeFilters to a safety error and ErrGit to an internal one. Changes
+// wraps them with lowercase context meant for logs (it may contain Git's
+// first stderr line, which can name host paths, so never show it to a
+// client); test them with errors.Is.
+var (
+	// ErrNotRepository: the root is not inside any Git work tree.
+	ErrNotRepository = errors.New("not a git repository")
+	// ErrNotTopLevel: the root is inside a Git repository but is not its
+	// work tree's top level (a subdirectory, or a directory inside .git).
+	ErrNotTopLevel = errors.New("project root is not the git top level")
+	// ErrUnsafeFilters: the repository configures executable clean, smudge or
+	// process filters, or textconv or external diff drivers, which Git could
+	// run while diffing; nothing was diffed.
+	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
+	// ErrGit: Git could not be started, failed, or printed something this
+	// package could not parse.
+	ErrGit = errors.New("git failed")
+)
+
+// Options configures a Reviewer. The zero value means "all defaults".
+type Options struct {
+	// Git is the git executable: a path, or a name looked up in the server's
+	// PATH. Empty means "git".
+	Git string
+	// Timeout bounds one whole Changes call, all Git invocations and file
+	// reads included. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxDiffBytes caps Changes.Diff. Beyond it the diff is cut at a line
+	// boundary and Changes.Truncated is set. Zero means DefaultMaxDiffBytes.
+	MaxDiffBytes int64
+	// MaxFiles caps Changes.Files (tracked changes first, then untracked
+	// files). Beyond it Changes.Truncated is set. Zero means DefaultMaxFiles.
+	MaxFiles int
+	// Withhold reports whether the content of a root-relative, slash-separated
+	// path must be left out of the diff (for example project.IsSensitive):
+	// the file is still listed, with FileChange.Withheld set, and its diff
+	// section keeps only its header and a note. Nil withholds nothing.
+	Withhold func(path string) bool
+}
+
+// Reviewer runs reviews. It holds no mutable state and is safe for
+// concurrent use; the zero value is not usable, use New.
+type Reviewer struct {
+	git          string
+	timeout      time.Duration
+	maxDiffBytes int64
+	maxFiles     int
+	withhold     func(string) bool
+	pathEnv      string
+}
+
+// New returns a Reviewer with opts' zero fields replaced by the defaults. It
+// captures the server's PATH once, for Git to find its helpers.
+func New(opts Options) *Reviewer {
+	r := &Reviewer{
+		git:          opts.Git,
+		timeout:      opts.Timeout,
+		maxDiffBytes: opts.MaxDiffBytes,
+		maxFiles:     opts.MaxFiles,
+		withhold:     opts.Withhold,
+		pathEnv:      os.Getenv("PATH"),
+	}
+	if r.git == "" {
+		r.git = "git"
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultTimeout
+	}
+	if r.maxDiffBytes <= 0 {
+		r.maxDiffBytes = DefaultMaxDiffBytes
+	}
+	if r.maxFiles <= 0 {
+		r.maxFiles = DefaultMaxFiles
+	}
+	if r.pathEnv == "" {
+		r.pathEnv = "/usr/local/bin:/usr/bin:/bin"
+	}
+	return r
+}
+
+// Changes is one review of a repository.
+type Changes struct {
+	// Revision is "sha256:" of the head, the file list, the truncation flag
+	// and the diff text: it changes whenever anything visible in the review
+	// changes, so a cursor bound to it detects a changed repository. Content
+	// of untracked files beyond the diff budget is not covered.
+	Revision string `json:"revision"`
+	// Head is the first 12 hex digits of the HEAD commit, or "" before the
+	// first commit.
+	Head string `json:"head,omitempty"`
+	// Files lists every changed path once, sorted by path (byte order).
+	Files []FileChange `json:"files"`
+	// Diff is the unified diff: staged (HEAD, or the empty tree, against the
+	// index), then unstaged (index against the work tree), then untracked
+	// files as new-file diffs. Page it with Page.
+	Diff string `json:"-"`
+	// Truncated reports that Diff or Files was cut at a cap.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// FileChange describes one changed path.
+type FileChange struct {
+	// Path is root-relative and slash-separated, as Git spells it (raw
+	// bytes, not quoted). For a rename it is the new path.
+	Path string `json:"path"`
+	// OldPath is the source of a staged rename, otherwise empty.
+	OldPath string `json:"oldPath,omitempty"`
+	// Status is added, modified, deleted, renamed, typechange, unmerged or
+	// untracked. A path changed both in the index and in the work tree has
+	// its staged status.
+	Status string `json:"status"`
+	// Staged and Unstaged say which side changed the path; both are false
+	// for an untracked file.
+	Staged   bool `json:"staged"`
+	Unstaged bool `json:"unstaged"`
+	// Added and Removed count lines over both sides. For an untracked file
+	// they count the rendered lines, which is all of them unless the diff
+	// was truncated.
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+	// Binary is set when Git (or, for untracked files, Git's NUL heuristic)
+	// considers the content binary; no lines are counted then.
+	Binary bool `json:"binary,omitempty"`
+	// Withheld is set when Options.Withhold kept the content out of Diff.
+	Withheld bool `json:"withheld,omitempty"`
+}
+
+// Changes returns the repository's staged, unstaged and untracked changes for
+// a Project root that is exactly its Git top level (also before the first
+// commit). It never writes to the repository.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel, ErrUnsafeFilters and ErrGit
+// (wrapped); the error of ctx, also context.DeadlineExceeded when
+// Options.Timeout expires; a filesystem error when rootPath cannot be
+// resolved. It never returns (nil, nil).
+func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+
+	root, err := canonical(rootPath)
+	if err != nil {
+		return nil, fmt.Errorf("review: resolve root: %w", err)
+	}
+	g := &gitRunner{r: r, dir: root}
+	format, err := g.checkTopLevel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	head, err := g.head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.checkFilters(ctx); err != nil {
+		return nil, err
+	}
+
+	b := &builder{r: r, files: map[string]*FileChange{}}
+	base := head
+	if base == "" {
+		base = emptyTree(format)
+	}
+	if err := b.side(ctx, g, true, "diff-index", "--cached", "-M", base); err != nil {
+		return nil, err
+	}
+	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
+		return nil, err
+	}
+	if err := b.untracked(ctx, g, root); err != nil {
+		return nil, err
+	}
+
+	files := b.list() // may set b.truncated
+	c := &Changes{Files: files, Diff: b.diff.String(), Truncated: b.truncated}
+	if head != "" {
+		c.Head = head[:min(12, len(head))]
+	}
+	c.Revision = revision(c)
+	return c, nil
+}
+
+// canonical returns the absolute, symlink-free form of an existing
+// directory.
+func canonical(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: not a directory", os.ErrInvalid)
+	}
+	return real, nil
+}
+
+// emptyTree returns the ID of the empty tree in the repository's object
+// format, the base of the staged diff before the first commit.
+func emptyTree(format string) string {
+	if format == "sha256" {
+		return "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+	}
+	return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+}
+
+// revision digests everything a client sees of c.
+func revision(c *Changes) string {
+	meta, _ := json.Marshal(struct {
+		Head      string       `json:"head"`
+		Files     []FileChange `json:"files"`
+		Truncated bool         `json:"truncated"`
+	}{c.Head, c.Files, c.Truncated})
+	h := sha256.New()
+	h.Write([]byte("devspace review v1\x00"))
+	h.Write(meta)
+	h.Write([]byte{0})
+	h.Write([]byte(c.Diff))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// builder accumulates one review.
+type builder struct {
+	r         *Reviewer
+	files     map[string]*FileChange
+	tracked   int
+	diff      bytes.Buffer
+	truncated bool // Diff or Files was cut
+	diffFull  bool // Diff was cut: render nothing more
+}
+
+// remaining is how many more bytes Diff may take.
+func (b *builder) remaining() int64 {
+	return max(0, b.r.maxDiffBytes-int64(b.diff.Len()))
+}
+
+// side runs one plumbing diff (staged or unstaged) and merges its listing and
+// patch into b.
+func (b *builder) side(ctx context.Context, g *gitRunner, staged bool, cmd string, args ...string) error {
+	budget := b.remaining()
+	full := []string{cmd, "-z", "--raw", "--numstat", "--no-ext-diff", "--no-textconv", "--no-color",
+		"--submodule=short", "--src-prefix=a/", "--dst-prefix=b/"}
+	if budget > 0 {
+		full = append(full, "-p")
+	}
+	full = append(full, args...)
+	full = append(full, "--")
+	res, err := g.run(ctx, listCap+budget, full...)
+	if err != nil {
+		return err
+	}
+	if res.exitCode != 0 && !res.truncated {
+		return g.failed(cmd, res)
+	}
+	out, err := parseDiff(res.stdout, !res.truncated)
+	if err != nil {
+		return fmt.Errorf("review: parse git %s output: %w: %w", cmd, ErrGit, err)
+	}
+	if !out.complete {
+		b.truncated = true
+	}
+	withheld := map[string]bool{}
+	for _, e := range out.entries {
+		cnt, counted := out.counts[e.path]
+		if !counted && e.status != 'U' && out.complete {
+			continue // stat-only difference: nothing changed
+		}
+		fc := b.files[e.path]
+		if fc == nil {
+			fc = &FileChange{Path: e.path, OldPath: e.oldPath, Status: statusName(e.status)}
+			b.files[e.path] = fc
+			b.tracked++
+		}
+		if staged {
+			fc.Staged = true
+		} else {
+			fc.Unstaged = true
+		}
+		fc.Added += cnt.added
+		fc.Removed += cnt.removed
+		fc.Binary = fc.Binary || cnt.binary
+		if b.r.withhold != nil && (b.r.withhold(e.path) || (e.oldPath != "" && b.r.withhold(e.oldPath))) {
+			fc.Withheld = true
+			old := e.path
+			if e.oldPath != "" {
+				old = e.oldPath
+			}
+			withheld["diff --git "+quotePath("a/"+old)+" "+quotePath("b/"+e.path)] = true
+		}
+	}
+	patch := out.patch
+	if int64(len(patch)) > budget || (budget == 0 && len(out.entries) > 0) {
+		patch = cutAtLine(patch, int(budget))
+		b.truncated, b.diffFull = true, true
+	}
+	if len(withheld) > 0 {
+		patch = withholdSections(patch, withheld)
+	}
+	b.diff.Write(patch)
+	return nil
+}
+
+// list returns the files sorted by path, capped at MaxFiles.
+func (b *builder) list() []FileChange {
+	files := make([]FileChange, 0, len(b.files))
+	for _, fc := range b.files {
+		files = append(files, *fc)
+	}
+	slices.SortFunc(files, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	if len(files) > b.r.maxFiles {
+		files = files[:b.r.maxFiles]
+		b.truncated = true
+	}
+	return files
+}
+
+// statusName maps a Git status letter to FileChange.Status.
+func statusName(s byte) string {
+	switch s {
+	case 'A':
+		return "added"
+	case 'D':
+		return "deleted"
+	case 'R':
+		return "renamed"
+	case 'C':
+		return "copied"
+	case 'T':
+		return "typechange"
+	case 'U':
+		return "unmerged"
+	default:
+		return "modified"
+	}
+}
+
+// cutAtLine returns b cut to at most n bytes, ending after a newline (empty
+// when b[:n] holds none).
+func cutAtLine(b []byte, n int) []byte {
+	if n >= len(b) {
+		return b
+	}
+	i := bytes.LastIndexByte(b[:n], '\n')
+	return b[:i+1]
+}
+
+// withholdNote replaces the body of a withheld file's diff section.
+const withholdNote = "Content withheld: sensitive file.\n"
+
+// withholdSections replaces the body of every section whose "diff --git"
+// header line is in headers with withholdNote. Sections start at lines
+// beginning with "diff --git "; body lines of a unified diff always start
+// with ' ', '+', '-' or '\', so no body line can pass for a header.
+func withholdSections(patch []byte, headers map[string]bool) []byte {
+	var out bytes.Buffer
+	skipping := false
+	for len(patch) > 0 {
+		line := patch
+		if i := bytes.IndexByte(patch, '\n'); i >= 0 {
+			line = patch[:i+1]
+		}
+		patch = patch[len(line):]
+		text := strings.TrimSuffix(string(line), "\n")
+		switch {
+		case strings.HasPrefix(text, "diff --git "):
+			skipping = headers[text]
+			out.Write(line)
+			if skipping {
+				out.WriteString(withholdNote)
+			}
+		case strings.HasPrefix(text, "* Unmerged path "):
+			skipping = false
+			out.Write(line)
+		case !skipping:
+			out.Write(line)
+		}
+	}
+	return out.Bytes()
+}

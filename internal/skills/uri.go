@@ -1,0 +1,88 @@
+package skills
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/devspace-dev/devspace/internal/project"
+)
+
+// URIScheme starts every support-file URI: skill://<skillId>/<path>.
+const URIScheme = "skill://"
+
+// URI returns the URI of the support file rel (slash-separated, relative to
+// the skill directory) of skill id.
+func URI(id, rel string) string { return URIScheme + id + "/" + rel }
+
+// ParseURI splits "skill://<skillId>/<rel>" into its skillId and rel. ok is
+// false when uri does not start with URIScheme, has no "/" after the
+// skillId, or has an empty skillId or rel. rel is returned as written: it
+// still has to pass project.CleanRel.
+func ParseURI(uri string) (id, rel string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, URIScheme)
+	if !ok {
+		return "", "", false
+	}
+	id, rel, ok = strings.Cut(rest, "/")
+	if !ok || id == "" || rel == "" {
+		return "", "", false
+	}
+	return id, rel, true
+}
+
+// OpenSupport resolves the support-file URI uri ("skill://<skillId>/<rel>")
+// for reading. The skill must be in loaded, the set of skillIds the calling
+// execution has loaded; rel must pass project.CleanRel and is resolved
+// inside the skill's own directory, so neither ".." nor a symlink can reach
+// the skill's siblings, its source directory or the rest of the Project.
+//
+// It returns an *os.Root of the skill directory, which the caller owns and
+// must close, and the cleaned rel, which exists (it may be a directory; the
+// caller reads it through the root with its usual checks). Errors wrap
+// ErrNotLoaded (skill not in loaded), project.ErrPathDenied (malformed URI,
+// rel refused by CleanRel, or a symlink leading out of the skill directory,
+// also a dangling one) or ErrNotFound (no such skill now, or no such file);
+// other errors are ctx's or scrubbed I/O failures. No error contains a host
+// path. projectRoot is borrowed; nil means no repository source.
+func (c *Catalog) OpenSupport(ctx context.Context, projectRoot *os.Root, uri string, loaded map[string]bool) (*os.Root, string, error) {
+	id, rel, ok := ParseURI(uri)
+	if !ok {
+		return nil, "", fmt.Errorf("skills: malformed skill URI: %w", project.ErrPathDenied)
+	}
+	clean, err := project.CleanRel(rel)
+	if err != nil {
+		return nil, "", fmt.Errorf("skills: %w", err)
+	}
+	if !loaded[id] {
+		return nil, "", fmt.Errorf("skills: %w: load the skill first", ErrNotLoaded)
+	}
+	var out *os.Root
+	err = c.find(ctx, projectRoot, id, func(src *source, dir string, _ *os.Root) error {
+		// A root of its own, since the visit closes the one it lends.
+		r, err := src.root.OpenRoot(src.path(dir))
+		if err != nil {
+			return fmt.Errorf("skills: %w", ErrNotFound)
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := out.Stat(clean); err != nil {
+		out.Close()
+		err = project.Classify(err)
+		switch {
+		case errors.Is(err, project.ErrPathDenied):
+			return nil, "", fmt.Errorf("skills: %w", err)
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, "", fmt.Errorf("skills: %w: no such support file", ErrNotFound)
+		}
+		return nil, "", fmt.Errorf("skills: support file: %w", project.Scrub(err))
+	}
+	return out, clean, nil
+}
