@@ -148,7 +148,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		st.Close()
 		return nil, fmt.Errorf("DEVSPACE_SKILL_PATHS: %w", err)
 	}
-	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})

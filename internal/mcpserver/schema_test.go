@@ -27,6 +27,7 @@ var requiredScopes = map[string][]string{
 	"project_thread_control": {"project:read"},
 	"read_files":             {"project:read"},
 	"skills":                 {"project:read"},
+	"show_changes":           {"project:read"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

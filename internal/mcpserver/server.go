@@ -23,8 +23,11 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/skills"
+	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
@@ -42,7 +45,8 @@ type Options struct {
 	Locks          *rootlock.Locks
 	Tasks          *tasks.Service
 	Skills         *skills.Catalog
-	Widgets        string   // DEVSPACE_WIDGETS: full, changes or off
+	Widgets        string // DEVSPACE_WIDGETS: full, changes or off
+	Store          *store.Store
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -61,6 +65,7 @@ type Server struct {
 	files     *files.Reader
 	skills    *skills.Catalog
 	loaded    loadedSkills
+	review    *review.Reviewer
 }
 
 // New builds the MCP server and registers every tool.
@@ -69,7 +74,8 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills}
+	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
+		review: review.New(review.Options{Withhold: project.IsSensitive})}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -82,6 +88,7 @@ func New(opts Options) *Server {
 	registerProgressTools(s)
 	registerThreadTools(s)
 	registerFileTools(s)
+	registerChangeTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -186,6 +186,19 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX thread_activity_thread ON thread_activity(thread_ref, id)`,
 	}},
+	{7, "patch journal", []string{
+		// Successful apply_patch operations of an execution, for
+		// show_changes{apply_patch_history} (and undo later).
+		`CREATE TABLE patch_journal (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			execution_id TEXT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+			files TEXT NOT NULL,
+			diff TEXT NOT NULL,
+			bytes INTEGER NOT NULL,
+			created_at DATETIME NOT NULL
+		)`,
+		`CREATE INDEX patch_journal_execution ON patch_journal(execution_id, id)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
