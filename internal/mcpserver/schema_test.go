@@ -28,6 +28,7 @@ var requiredScopes = map[string][]string{
 	"read_files":             {"project:read"},
 	"skills":                 {"project:read"},
 	"show_changes":           {"project:read"},
+	"apply_patch":            {"project:read", "project:write"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

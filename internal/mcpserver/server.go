@@ -89,6 +89,7 @@ func New(opts Options) *Server {
 	registerThreadTools(s)
 	registerFileTools(s)
 	registerChangeTools(s)
+	registerPatchTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -25,6 +25,7 @@ type Metrics struct {
 	OAuthTokensIssued   *prometheus.CounterVec   // grant_type
 	OAuthRefreshReplays prometheus.Counter
 	PathDenials         *prometheus.CounterVec // reason
+	PatchBytes          prometheus.Counter
 }
 
 // New creates a registry with Go, process and build-info collectors and the
@@ -54,6 +55,9 @@ func New() *Metrics {
 		OAuthRefreshReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "oauth_refresh_replays_total", Help: "Consumed refresh tokens presented again (each revokes its grant).",
 		}),
+		PatchBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "patch_bytes_total", Help: "Bytes written by apply_patch.",
+		}),
 		PathDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "path_denials_total", Help: "Tool paths refused by containment, by reason.",
 		}, []string{"reason"}),
@@ -66,7 +70,7 @@ func New() *Metrics {
 			ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion},
 		}, func() float64 { return 1 }),
 		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
-		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.PathDenials,
+		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.PathDenials, m.PatchBytes,
 	)
 	return m
 }

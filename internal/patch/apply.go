@@ -1,0 +1,744 @@
+package patch
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/devspace-dev/devspace/internal/project"
+)
+
+// Precondition is the caller's ifMatch entry for one path: MustNotExist
+// (ifMatch null) or ContentHash ("sha256:…", from a read_files version).
+// The zero value (Set false) counts as a missing entry.
+type Precondition struct {
+	Set          bool
+	MustNotExist bool
+	ContentHash  string
+}
+
+// Hooks inject faults in tests. Each hook that returns an error makes
+// Apply fail at that point and roll back everything. Nil hooks are
+// skipped.
+type Hooks struct {
+	// AfterStage runs once every new content is staged in its temp file,
+	// before the first commit step.
+	AfterStage func() error
+	// BeforeRename runs before commit step i (0-based; writes in patch
+	// order, then removals) changes the directory entry of path.
+	BeforeRename func(i int, path string) error
+	// AfterCommit runs after the last commit step, before backups are
+	// discarded.
+	AfterCommit func() error
+}
+
+// Options tune Apply. The zero value refuses sensitive targets and does
+// not fsync.
+type Options struct {
+	// AllowSensitive permits targets that project.IsSensitive flags.
+	AllowSensitive bool
+	// Sync fsyncs each staged file before its rename and each touched
+	// directory after the commit.
+	Sync bool
+	// Hooks are for tests only.
+	Hooks *Hooks
+}
+
+// Actions reported in FileResult.Action.
+const (
+	ActionAdd    = "add"
+	ActionDelete = "delete"
+	ActionUpdate = "update"
+	ActionMove   = "move"
+)
+
+// FileResult describes what happened to one file section. Hashes are
+// content hashes ("sha256:…"); "" means the file did not exist (Before)
+// or no longer exists (After). Contents are kept for the journal and
+// undo; Before/After contents are nil when the file did not exist.
+type FileResult struct {
+	Path      string `json:"path"`
+	Action    string `json:"action"`
+	MovedFrom string `json:"movedFrom,omitempty"`
+	Fuzz      string `json:"fuzz,omitempty"`
+	Added     int    `json:"added"`
+	Removed   int    `json:"removed"`
+
+	Before        string      `json:"-"` // of Path (of MovedFrom for a move)
+	After         string      `json:"-"` // of Path
+	BeforeMode    fs.FileMode `json:"-"`
+	AfterMode     fs.FileMode `json:"-"`
+	BeforeContent []byte      `json:"-"`
+	AfterContent  []byte      `json:"-"`
+	// Replaced and ReplacedContent describe the file a move overwrote at
+	// Path ("" / nil when there was none).
+	Replaced        string      `json:"-"`
+	ReplacedMode    fs.FileMode `json:"-"`
+	ReplacedContent []byte      `json:"-"`
+}
+
+// Result is the outcome of a successful Apply.
+type Result struct {
+	Files []FileResult `json:"files"`
+	Bytes int64        `json:"bytes"` // bytes written, for patch_bytes_total
+}
+
+// fileState is a path's state when Apply looked at it.
+type fileState struct {
+	exists  bool
+	mode    fs.FileMode
+	content []byte
+	hash    string
+}
+
+// Apply applies p atomically to the tree under root. Every path in
+// p.Paths() needs a Set precondition in pre (keys are cleaned with
+// project.CleanRel; entries for other paths are ignored).
+//
+// Nothing is written unless every precondition holds, every hunk is
+// placed and every target is allowed. Then each new content is staged in
+// a temp file next to its target and committed by rename; each target's
+// hash is checked again just before its rename. On any failure every
+// committed step is undone, temps and created directories are removed,
+// and the error is returned (joined with ErrRollbackIncomplete if the
+// undo itself failed).
+//
+// Errors: *PreconditionMissingError, *VersionConflict, *HunkError
+// (ErrContextNotFound, ErrAmbiguous), *FileError wrapping
+// project.ErrPathDenied, ErrBinaryTarget, ErrTargetMissing or a
+// filesystem error, ErrTooLarge, ctx.Err().
+//
+// Apply does not coordinate with other writers: the caller holds the
+// root's write lock.
+func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondition, opts Options) (*Result, error) {
+	if root == nil || p == nil || len(p.Files) == 0 {
+		return nil, fmt.Errorf("%w: nothing to apply", ErrInvalidPatch)
+	}
+	paths := p.Paths()
+	if !opts.AllowSensitive {
+		for _, ph := range paths {
+			if project.IsSensitive(ph) {
+				return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSensitive}}
+			}
+		}
+	}
+	pres, err := cleanPreconditions(pre)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, ph := range paths {
+		if pr := pres[ph]; !pr.Set || !pr.MustNotExist && pr.ContentHash == "" {
+			missing = append(missing, ph)
+		}
+	}
+	if missing != nil {
+		return nil, &PreconditionMissingError{Paths: missing}
+	}
+
+	// Look at every target, then check every precondition, before doing
+	// anything else.
+	states := make(map[string]*fileState, len(paths))
+	var total int64
+	for _, ph := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st, err := readState(root, ph, MaxTotalBytes-total)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(len(st.content))
+		states[ph] = st
+	}
+	for _, ph := range paths {
+		if err := checkPrecondition(ph, pres[ph], states[ph]); err != nil {
+			return nil, err
+		}
+	}
+
+	plan, res, err := compute(ctx, p, states, total)
+	if err != nil {
+		return nil, err
+	}
+	t := &tx{root: root, opts: opts, dirs: map[string]bool{}}
+	if err := t.run(ctx, plan); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func cleanPreconditions(pre map[string]Precondition) (map[string]Precondition, error) {
+	out := make(map[string]Precondition, len(pre))
+	for k, v := range pre {
+		c, err := project.CleanRel(k)
+		if err != nil {
+			return nil, &FileError{Path: "ifMatch", Err: err}
+		}
+		if prev, dup := out[c]; dup && prev != v {
+			return nil, fmt.Errorf("%w: two ifMatch entries name %s", ErrInvalidPatch, c)
+		}
+		out[c] = v
+	}
+	return out, nil
+}
+
+func checkPrecondition(ph string, pre Precondition, st *fileState) error {
+	switch {
+	case pre.MustNotExist && st.exists:
+		return &VersionConflict{Path: ph, Actual: st.hash}
+	case !pre.MustNotExist && !strings.EqualFold(pre.ContentHash, st.hash):
+		return &VersionConflict{Path: ph, Expected: pre.ContentHash, Actual: st.hash}
+	}
+	return nil
+}
+
+// readState looks at ph without following a final symlink. budget bounds
+// the bytes it may read.
+func readState(root *os.Root, ph string, budget int64) (*fileState, error) {
+	fi, err := root.Lstat(ph)
+	if err != nil {
+		if err = project.Classify(err); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return &fileState{}, nil
+		}
+		return nil, fileErr(ph, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// Renaming over a link would replace the link, not its target.
+		reason := project.ReasonSpecial
+		if _, err := root.Stat(ph); err != nil && errors.Is(project.Classify(err), project.ErrPathDenied) {
+			reason = project.ReasonSymlink
+		}
+		return nil, &FileError{Path: ph, Err: &project.PathError{Reason: reason}}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSpecial}}
+	}
+	if fi.Size() > MaxFileBytes || fi.Size() > budget {
+		return nil, &FileError{Path: ph, Err: fmt.Errorf("%w: file of %d bytes", ErrTooLarge, fi.Size())}
+	}
+	f, err := root.Open(ph)
+	if err != nil {
+		return nil, fileErr(ph, err)
+	}
+	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !os.SameFile(fi, ofi) {
+		return nil, &FileError{Path: ph, Err: fmt.Errorf("%w: the file changed while it was read", ErrVersionConflict)}
+	}
+	limit := min(MaxFileBytes, budget)
+	content, err := readLimited(f, fi.Size(), limit)
+	if err != nil {
+		return nil, fileErr(ph, err)
+	}
+	if int64(len(content)) > limit {
+		return nil, &FileError{Path: ph, Err: fmt.Errorf("%w: the file grew past the limit", ErrTooLarge)}
+	}
+	return &fileState{exists: true, mode: fi.Mode().Perm(), content: content, hash: HashContent(content)}, nil
+}
+
+// readLimited reads f, expected to hold size bytes, up to limit+1 bytes.
+func readLimited(f io.Reader, size, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(size, limit)+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):min(int64(cap(buf)), limit+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// fileErr classifies a filesystem error from a root operation and drops
+// its host-path details.
+func fileErr(ph string, err error) error {
+	err = project.Classify(err)
+	if errors.Is(err, project.ErrPathDenied) {
+		return &FileError{Path: ph, Err: err}
+	}
+	return &FileError{Path: ph, Err: project.Scrub(err)}
+}
+
+// isText reports whether b is valid UTF-8 without a NUL in its first
+// 8 KiB.
+func isText(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), 8<<10)], 0) < 0 && utf8.Valid(b)
+}
+
+// write replaces or creates path with content; removal deletes path.
+type write struct {
+	path    string
+	content []byte
+	mode    fs.FileMode
+	expect  *fileState
+	tmp     string
+}
+
+type removal struct {
+	path   string
+	expect *fileState
+}
+
+type plan struct {
+	writes   []*write
+	removals []*removal
+}
+
+// compute builds every new content in memory.
+func compute(ctx context.Context, p *Patch, states map[string]*fileState, total int64) (*plan, *Result, error) {
+	pl := &plan{}
+	res := &Result{Files: make([]FileResult, 0, len(p.Files))}
+	work := newBudget(ctx)
+	grow := func(n int) error {
+		if total += int64(n); total > MaxTotalBytes {
+			return fmt.Errorf("%w: the patched files exceed %d bytes in all", ErrTooLarge, MaxTotalBytes)
+		}
+		return nil
+	}
+	for _, f := range p.Files {
+		st := states[f.Path]
+		fr := FileResult{Path: f.Path}
+		if st.exists {
+			fr.Before, fr.BeforeMode, fr.BeforeContent = st.hash, st.mode, st.content
+		}
+		switch f.Kind {
+		case Add:
+			content := []byte(f.Content)
+			if err := grow(len(content)); err != nil {
+				return nil, nil, err
+			}
+			mode := fs.FileMode(0o644)
+			if st.exists {
+				mode = st.mode
+			}
+			fr.Action, fr.Added = ActionAdd, countLines(content)
+			fr.After, fr.AfterMode, fr.AfterContent = HashContent(content), mode, content
+			pl.writes = append(pl.writes, &write{path: f.Path, content: content, mode: mode, expect: st})
+		case Delete:
+			if !st.exists {
+				return nil, nil, &FileError{Path: f.Path, Err: ErrTargetMissing}
+			}
+			fr.Action, fr.Removed = ActionDelete, countLines(st.content)
+			pl.removals = append(pl.removals, &removal{path: f.Path, expect: st})
+		case Update:
+			if !st.exists {
+				return nil, nil, &FileError{Path: f.Path, Err: ErrTargetMissing}
+			}
+			if !isText(st.content) {
+				return nil, nil, &FileError{Path: f.Path, Err: ErrBinaryTarget}
+			}
+			edit := fileEdit{content: st.content}
+			if len(f.Hunks) > 0 {
+				var err error
+				if edit, err = applyHunks(st.content, f, work); err != nil {
+					return nil, nil, err
+				}
+				fr.Fuzz = edit.fuzz.String()
+			}
+			if err := grow(len(edit.content)); err != nil {
+				return nil, nil, err
+			}
+			fr.Action, fr.Added, fr.Removed = ActionUpdate, edit.added, edit.removed
+			fr.After, fr.AfterMode, fr.AfterContent = HashContent(edit.content), st.mode, edit.content
+			if f.MoveTo == "" {
+				if !bytes.Equal(edit.content, st.content) {
+					pl.writes = append(pl.writes, &write{path: f.Path, content: edit.content, mode: st.mode, expect: st})
+				}
+				break
+			}
+			dst := states[f.MoveTo]
+			fr.Action, fr.Path, fr.MovedFrom = ActionMove, f.MoveTo, f.Path
+			if dst.exists {
+				fr.Replaced, fr.ReplacedMode, fr.ReplacedContent = dst.hash, dst.mode, dst.content
+			}
+			pl.writes = append(pl.writes, &write{path: f.MoveTo, content: edit.content, mode: st.mode, expect: dst})
+			pl.removals = append(pl.removals, &removal{path: f.Path, expect: st})
+		}
+		res.Files = append(res.Files, fr)
+	}
+	for _, w := range pl.writes {
+		res.Bytes += int64(len(w.content))
+	}
+	return pl, res, nil
+}
+
+func countLines(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// tx stages and commits a plan, and undoes it on failure.
+type tx struct {
+	root *os.Root
+	opts Options
+
+	dirs    map[string]bool // directories known to exist
+	created []string        // directories we created, in order
+	temps   []string        // staged temps not yet consumed
+	done    []step          // committed steps, for rollback
+}
+
+type stepKind int
+
+const (
+	stepReplaced stepKind = iota // path now holds new content; backup holds the original
+	stepCreated                  // path did not exist
+	stepRemoved                  // path moved to aside
+)
+
+type step struct {
+	kind   stepKind
+	path   string
+	aside  string // backup link or deleted original; "" when unavailable
+	expect *fileState
+}
+
+func (t *tx) run(ctx context.Context, pl *plan) (err error) {
+	defer func() {
+		if err != nil {
+			err = t.rollback(err)
+		}
+	}()
+	for _, w := range pl.writes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := t.stage(w); err != nil {
+			return err
+		}
+	}
+	if h := t.hooks(); h.AfterStage != nil {
+		if err := h.AfterStage(); err != nil {
+			return err
+		}
+	}
+	i := 0
+	for _, w := range pl.writes {
+		if err := t.before(ctx, i, w.path); err != nil {
+			return err
+		}
+		if err := t.commitWrite(w); err != nil {
+			return err
+		}
+		i++
+	}
+	for _, r := range pl.removals {
+		if err := t.before(ctx, i, r.path); err != nil {
+			return err
+		}
+		if err := t.commitRemoval(r); err != nil {
+			return err
+		}
+		i++
+	}
+	if h := t.hooks(); h.AfterCommit != nil {
+		if err := h.AfterCommit(); err != nil {
+			return err
+		}
+	}
+	if t.opts.Sync {
+		if err := t.syncDirs(pl); err != nil {
+			return err
+		}
+	}
+	// Committed: discard the originals kept aside. A failure here leaves
+	// a hidden leftover but the patch itself stands.
+	for _, s := range t.done {
+		if s.aside != "" {
+			_ = t.root.Remove(s.aside)
+		}
+	}
+	for _, tmp := range t.temps {
+		_ = t.root.Remove(tmp)
+	}
+	return nil
+}
+
+func (t *tx) hooks() *Hooks {
+	if t.opts.Hooks == nil {
+		return &Hooks{}
+	}
+	return t.opts.Hooks
+}
+
+func (t *tx) before(ctx context.Context, i int, ph string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if h := t.hooks(); h.BeforeRename != nil {
+		return h.BeforeRename(i, ph)
+	}
+	return nil
+}
+
+// stage writes w's content to a new temp file in w's directory, creating
+// missing parent directories.
+func (t *tx) stage(w *write) error {
+	if err := t.mkdirs(w.path, path.Dir(w.path)); err != nil {
+		return err
+	}
+	tmp, err := t.createTemp(w.path, w.content, w.mode)
+	if err != nil {
+		return err
+	}
+	w.tmp = tmp
+	return nil
+}
+
+func (t *tx) createTemp(ph string, content []byte, mode fs.FileMode) (string, error) {
+	for attempt := 0; ; attempt++ {
+		tmp := asideName(ph, "tmp")
+		f, err := t.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return "", fileErr(ph, err)
+		}
+		t.temps = append(t.temps, tmp)
+		err = f.Chmod(mode) // the umask may have narrowed it
+		if err == nil {
+			_, err = f.Write(content)
+		}
+		if err == nil && t.opts.Sync {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fileErr(ph, err)
+		}
+		return tmp, nil
+	}
+}
+
+// mkdirs creates the missing directories of dir, remembering them.
+func (t *tx) mkdirs(ph, dir string) error {
+	if dir == "." || t.dirs[dir] {
+		return nil
+	}
+	if err := t.mkdirs(ph, path.Dir(dir)); err != nil {
+		return err
+	}
+	fi, err := t.root.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+	case err == nil:
+		return &FileError{Path: ph, Err: fmt.Errorf("%s: %w", dir, syscall.ENOTDIR)}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := t.root.Mkdir(dir, 0o755); err != nil {
+			return fileErr(ph, err)
+		}
+		t.created = append(t.created, dir)
+	default:
+		return fileErr(ph, err)
+	}
+	t.dirs[dir] = true
+	return nil
+}
+
+// recheck verifies that ph is still in the state validation saw.
+func (t *tx) recheck(ph string, expect *fileState) error {
+	cur, err := readState(t.root, ph, MaxFileBytes)
+	if err != nil {
+		return err
+	}
+	if cur.exists != expect.exists || cur.hash != expect.hash {
+		return &VersionConflict{Path: ph, Expected: expect.hash, Actual: cur.hash}
+	}
+	return nil
+}
+
+func (t *tx) commitWrite(w *write) error {
+	if err := t.recheck(w.path, w.expect); err != nil {
+		return err
+	}
+	if w.expect.exists {
+		// Keep the original inode under a second name so rollback can put
+		// it back; renaming the temp over the path never writes into the
+		// original (a hard link elsewhere keeps its content).
+		aside := asideName(w.path, "orig")
+		if err := t.root.Link(w.path, aside); err != nil {
+			if errors.Is(project.Classify(err), project.ErrPathDenied) {
+				return fileErr(w.path, err)
+			}
+			aside = "" // no hard links here: rollback rewrites from memory
+		}
+		if err := t.root.Rename(w.tmp, w.path); err != nil {
+			if aside != "" {
+				_ = t.root.Remove(aside)
+			}
+			return fileErr(w.path, err)
+		}
+		t.consumed(w.tmp)
+		t.done = append(t.done, step{kind: stepReplaced, path: w.path, aside: aside, expect: w.expect})
+		return nil
+	}
+	// Linking fails if the path appeared since validation, which a rename
+	// would silently overwrite.
+	err := t.root.Link(w.tmp, w.path)
+	switch {
+	case err == nil:
+		t.done = append(t.done, step{kind: stepCreated, path: w.path})
+		if t.root.Remove(w.tmp) == nil {
+			t.consumed(w.tmp)
+		}
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		cur, rerr := readState(t.root, w.path, MaxFileBytes)
+		if rerr != nil {
+			return rerr
+		}
+		return &VersionConflict{Path: w.path, Actual: cur.hash}
+	case errors.Is(project.Classify(err), project.ErrPathDenied):
+		return fileErr(w.path, err)
+	}
+	if cur, err := readState(t.root, w.path, MaxFileBytes); err != nil || cur.exists {
+		if err != nil {
+			return err
+		}
+		return &VersionConflict{Path: w.path, Actual: cur.hash}
+	}
+	if err := t.root.Rename(w.tmp, w.path); err != nil {
+		return fileErr(w.path, err)
+	}
+	t.consumed(w.tmp)
+	t.done = append(t.done, step{kind: stepCreated, path: w.path})
+	return nil
+}
+
+func (t *tx) commitRemoval(r *removal) error {
+	if err := t.recheck(r.path, r.expect); err != nil {
+		return err
+	}
+	aside := asideName(r.path, "del")
+	if err := t.root.Rename(r.path, aside); err != nil {
+		return fileErr(r.path, err)
+	}
+	t.done = append(t.done, step{kind: stepRemoved, path: r.path, aside: aside, expect: r.expect})
+	return nil
+}
+
+func (t *tx) consumed(tmp string) {
+	for i, s := range t.temps {
+		if s == tmp {
+			t.temps = append(t.temps[:i], t.temps[i+1:]...)
+			return
+		}
+	}
+}
+
+func (t *tx) syncDirs(pl *plan) error {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, w := range pl.writes {
+		dirs = append(dirs, path.Dir(w.path))
+	}
+	for _, r := range pl.removals {
+		dirs = append(dirs, path.Dir(r.path))
+	}
+	for _, c := range t.created {
+		dirs = append(dirs, path.Dir(c))
+	}
+	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		f, err := t.root.Open(d)
+		if err != nil {
+			return fileErr(d, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fileErr(d, err)
+		}
+	}
+	return nil
+}
+
+// rollback undoes the committed steps (newest first), removes temps and
+// the directories it created (deepest first), and returns cause, joined
+// with ErrRollbackIncomplete when something could not be restored.
+func (t *tx) rollback(cause error) error {
+	var errs []error
+	for i := len(t.done) - 1; i >= 0; i-- {
+		s := t.done[i]
+		var err error
+		switch s.kind {
+		case stepReplaced:
+			if s.aside != "" {
+				err = t.root.Rename(s.aside, s.path)
+				break
+			}
+			var tmp string
+			if tmp, err = t.createTemp(s.path, s.expect.content, s.expect.mode); err == nil {
+				if err = t.root.Rename(tmp, s.path); err == nil {
+					t.consumed(tmp)
+				}
+			}
+		case stepCreated:
+			err = t.root.Remove(s.path)
+		case stepRemoved:
+			err = t.root.Rename(s.aside, s.path)
+		}
+		if err != nil {
+			errs = append(errs, fileErr(s.path, err))
+		}
+	}
+	for _, tmp := range t.temps {
+		if err := t.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fileErr(tmp, err))
+		}
+	}
+	for i := len(t.created) - 1; i >= 0; i-- {
+		// A directory someone else has put a file into since stays.
+		err := t.root.Remove(t.created[i])
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+			errs = append(errs, fileErr(t.created[i], err))
+		}
+	}
+	if errs == nil {
+		return cause
+	}
+	return errors.Join(append([]error{cause, ErrRollbackIncomplete}, errs...)...)
+}
+
+// asideName returns a fresh hidden name next to ph.
+func asideName(ph, kind string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	base := path.Base(ph)
+	if len(base) > 96 {
+		base = base[:96]
+		for !utf8.ValidString(base) {
+			base = base[:len(base)-1]
+		}
+	}
+	name := "." + base + ".devspace-" + hex.EncodeToString(r[:]) + "." + kind
+	if dir := path.Dir(ph); dir != "." {
+		return dir + "/" + name
+	}
+	return name
+}
