@@ -29,6 +29,7 @@ var requiredScopes = map[string][]string{
 	"skills":                 {"project:read"},
 	"show_changes":           {"project:read"},
 	"apply_patch":            {"project:read", "project:write"},
+	"inspect":                {"project:read"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

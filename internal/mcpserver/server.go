@@ -26,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/search"
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
@@ -66,6 +67,7 @@ type Server struct {
 	skills    *skills.Catalog
 	loaded    loadedSkills
 	review    *review.Reviewer
+	search    *search.Searcher
 }
 
 // New builds the MCP server and registers every tool.
@@ -75,7 +77,7 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
-		review: review.New(review.Options{Withhold: project.IsSensitive})}
+		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits())}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -90,6 +92,7 @@ func New(opts Options) *Server {
 	registerFileTools(s)
 	registerChangeTools(s)
 	registerPatchTools(s)
+	registerInspectTools(s)
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -1,0 +1,82 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/search"
+)
+
+type inspectIn struct {
+	Operations     []search.Op `json:"operations" jsonschema:"1-8 operations: ls (path, depth), glob (pattern like **/*.go), grep (pattern, regex, ignoreCase, include, context, limit); .gitignore is honoured and .git skipped"`
+	AllowSensitive bool        `json:"allowSensitive,omitempty" jsonschema:"include files that look like secrets; only when the user asked for it"`
+}
+
+func (in *inspectIn) validate() error {
+	if len(in.Operations) == 0 || len(in.Operations) > 8 {
+		return invalidInput("operations must list 1 to 8 operations")
+	}
+	for _, op := range in.Operations {
+		switch op.Kind {
+		case "ls", "glob", "grep":
+		default:
+			return invalidInput("op must be ls, glob or grep")
+		}
+	}
+	return nil
+}
+
+type inspectOut struct {
+	Results           []search.Result     `json:"results"`
+	InstructionsDelta []binding.DeltaFile `json:"instructionsDelta,omitempty"`
+}
+
+func (o inspectOut) summary() string {
+	entries, matches := 0, 0
+	for _, r := range o.Results {
+		entries += len(r.Entries)
+		matches += len(r.Matches)
+	}
+	msg := fmt.Sprintf("%d operation(s): %d entries, %d matches", len(o.Results), entries, matches)
+	if len(o.InstructionsDelta) > 0 {
+		msg += "; new instructions apply to these paths (see instructionsDelta, untrusted repository text)"
+	}
+	return msg + "."
+}
+
+func registerInspectTools(s *Server) {
+	addTool(s, spec{
+		name:  "inspect",
+		title: "List, find and search files",
+		description: "Use when exploring a Project: ls a directory, glob for file names, or grep contents (literal or RE2 regex, ignoreCase, include glob, context lines), up to 8 operations per call. " +
+			"Avoid grepping for very common words without include or limit. " +
+			"Returns entries or matches with line numbers, bounded, with truncation flags.",
+		scopes: []string{oauth.ScopeRead},
+		hints:  hints{readOnly: true, idempotent: true},
+	}, s.inspect)
+}
+
+func (s *Server) inspect(ctx context.Context, c *call, in *inspectIn) (inspectOut, error) {
+	w, err := s.openWorkspace(ctx, c, rootlock.Read)
+	if err != nil {
+		return inspectOut{}, err
+	}
+	defer w.close()
+	results, err := s.search.Run(ctx, w.root, in.Operations, in.AllowSensitive)
+	if err != nil {
+		return inspectOut{}, invalidInput("%v", err)
+	}
+	for _, r := range results {
+		if r.Error != nil && r.Error.Code == "path_denied" {
+			s.opts.Metrics.PathDenials.WithLabelValues("inspect").Inc()
+		}
+	}
+	out := inspectOut{Results: results}
+	if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.root, search.TouchedPaths(results)); err != nil {
+		return inspectOut{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,260 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/devspace-dev/devspace/internal/project"
+)
+
+// readDirChunk is how many entries the portable readDirents asks for at a
+// time, so a huge directory is cut at the walk budget rather than read
+// whole.
+const readDirChunk = 1024
+
+// dirHandle is an open directory (as an *os.Root confined to it) shared by
+// the walk and the grep workers reading its files. The last release closes
+// it.
+type dirHandle struct {
+	root *os.Root
+	refs atomic.Int32
+}
+
+func newDirHandle(r *os.Root) *dirHandle {
+	h := &dirHandle{root: r}
+	h.refs.Store(1)
+	return h
+}
+
+func (h *dirHandle) acquire() { h.refs.Add(1) }
+
+func (h *dirHandle) release() {
+	if h.refs.Add(-1) == 0 {
+		h.root.Close()
+	}
+}
+
+// dirent is a directory entry: its name and type bits.
+type dirent struct {
+	name string
+	typ  fs.FileMode
+}
+
+// walkEntry is what a walk shows its visitor. dir is valid during the call
+// only, unless the visitor acquires it.
+type walkEntry struct {
+	rel   string // Project-relative path
+	name  string
+	typ   fs.FileMode // type bits only
+	depth int         // 1 for the children of the walk's start
+	dir   *dirHandle
+}
+
+// size returns a regular file's size (0 when unknown).
+func (e *walkEntry) size() int64 {
+	if !e.typ.IsRegular() {
+		return 0
+	}
+	fi, err := e.dir.root.Lstat(e.name)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// walker is a depth-first, non-following, ignore-aware walk in Git index
+// order. It is used by one goroutine.
+type walker struct {
+	ctx            context.Context
+	budget         int // entries still allowed
+	useIgnore      bool
+	allowSensitive bool
+	maxDepth       int // 0: unlimited
+	// descend, when set, says whether a directory (Project-relative) may
+	// hold wanted entries.
+	descend func(rel string) bool
+	// visit is called for every entry kept; it returns false to stop.
+	visit func(e *walkEntry) bool
+	// onHidden and onUnreadable, when set, are told about each sensitive
+	// entry left out and each directory that could not be read.
+	onHidden     func()
+	onUnreadable func()
+
+	limitHit bool
+	stopped  bool
+	steps    int
+}
+
+// walk visits the tree below the directory h, whose Project-relative path
+// is rel, with the ignore rules of stack applying above it.
+func (w *walker) walk(h *dirHandle, rel string, stack ignoreStack) {
+	w.walkDir(h, rel, 1, stack)
+}
+
+func (w *walker) walkDir(h *dirHandle, rel string, depth int, stack ignoreStack) {
+	if w.ctx.Err() != nil {
+		w.stopped = true
+		return
+	}
+	entries, err := w.readDir(h)
+	if err != nil {
+		w.unreadable()
+		return
+	}
+	slices.SortFunc(entries, func(a, b dirent) int { return cmpKey(a.name, a.typ.IsDir(), b.name, b.typ.IsDir()) })
+	if w.useIgnore {
+		if i, ok := slices.BinarySearchFunc(entries, ".gitignore", func(e dirent, n string) int {
+			return cmpKey(e.name, e.typ.IsDir(), n, false)
+		}); ok && entries[i].typ.IsRegular() {
+			if data, err := readSmall(h.root, ".gitignore", maxIgnoreFileBytes); err == nil {
+				stack = stack.push(parseIgnore(data, rel))
+			}
+		}
+	}
+	for _, d := range entries {
+		if w.steps++; w.steps%ctxCheckEveryEntries == 0 && w.ctx.Err() != nil {
+			w.stopped = true
+		}
+		if w.stopped {
+			return
+		}
+		name := d.name
+		if name == ".git" {
+			continue
+		}
+		child := name
+		if rel != "." {
+			child = rel + "/" + name
+		}
+		typ := d.typ
+		isDir := typ.IsDir()
+		if w.useIgnore && len(stack) > 0 && stack.ignored(child, isDir) {
+			continue
+		}
+		if !w.allowSensitive && project.IsSensitive(child) {
+			if w.onHidden != nil {
+				w.onHidden()
+			}
+			continue
+		}
+		e := walkEntry{rel: child, name: name, typ: typ, depth: depth, dir: h}
+		if !w.visit(&e) {
+			w.stopped = true
+			return
+		}
+		if !isDir || w.limitHit || w.maxDepth > 0 && depth >= w.maxDepth || w.descend != nil && !w.descend(child) {
+			continue
+		}
+		// OpenRoot does not follow a final symlink out of h: a directory
+		// swapped for a link after ReadDir stays confined to h.
+		sub, err := h.root.OpenRoot(name)
+		if err != nil {
+			w.unreadable()
+			continue
+		}
+		sh := newDirHandle(sub)
+		w.walkDir(sh, child, depth+1, stack)
+		sh.release()
+	}
+}
+
+func (w *walker) unreadable() {
+	if w.onUnreadable != nil {
+		w.onUnreadable()
+	}
+}
+
+// readDir reads h's entries within the walk budget.
+func (w *walker) readDir(h *dirHandle) ([]dirent, error) {
+	f, err := h.root.OpenFile(".", dirOpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, truncated, err := readDirents(f, h.root, w.budget)
+	w.budget -= len(entries)
+	if truncated {
+		w.limitHit = true
+	}
+	return entries, err
+}
+
+// cmpKey orders directory entries by name, a directory's name compared as
+// if it ended in "/": then a depth-first walk yields paths in byte order
+// with that convention (Git's index order).
+func cmpKey(a string, aDir bool, b string, bDir bool) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	next := func(s string, dir bool) int {
+		switch {
+		case len(s) > n:
+			return int(s[n])
+		case dir:
+			return '/'
+		}
+		return -1
+	}
+	ca, cb := next(a, aDir), next(b, bDir)
+	switch {
+	case ca < cb:
+		return -1
+	case ca > cb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// readSmall reads the regular file name through r, at most limit bytes.
+func readSmall(r *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := r.OpenFile(name, fileOpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// ignoreAbove returns the ignore rules that apply inside the directory
+// base (not including base's own .gitignore, which the walk reads):
+// .git/info/exclude, then each ancestor's .gitignore from the root down.
+func ignoreAbove(root *os.Root, base string) ignoreStack {
+	var stack ignoreStack
+	if data, err := readIgnoreAt(root, ".git/info/exclude"); err == nil {
+		stack = stack.push(parseIgnore(data, "."))
+	}
+	if base == "." {
+		return stack
+	}
+	dir := "."
+	for _, elem := range strings.Split(base, "/") {
+		if data, err := readIgnoreAt(root, path.Join(dir, ".gitignore")); err == nil {
+			stack = stack.push(parseIgnore(data, dir))
+		}
+		dir = path.Join(dir, elem)
+	}
+	return stack
+}
+
+// readIgnoreAt reads an ignore file that is a regular file, not a link.
+func readIgnoreAt(root *os.Root, rel string) ([]byte, error) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return readSmall(root, rel, maxIgnoreFileBytes)
+}
