@@ -30,14 +30,14 @@ const (
 
 // Errors owned by this package; the MCP edge maps each to its code.
 var (
-	ErrIfMatchUnexpected = errors.New("first save must omit ifMatch")  // if_match_unexpected
-	ErrIfMatchRequired   = errors.New("ifMatch revision required")     // if_match_required
-	ErrRevisionConflict  = errors.New("task revision conflict")        // project_task_revision_conflict
-	ErrTooLarge          = errors.New("task context too large")        // task_context_too_large
-	ErrCapacity          = errors.New("too many resumable tasks")      // project_task_capacity
-	ErrNotActive         = errors.New("task not active here")          // project_task_not_active
-	ErrInvalid           = errors.New("invalid task field")            // invalid_tool_input
-	ErrNotFound          = errors.New("task not found")                // project_task_not_found
+	ErrIfMatchUnexpected = errors.New("first save must omit ifMatch") // if_match_unexpected
+	ErrIfMatchRequired   = errors.New("ifMatch revision required")    // if_match_required
+	ErrRevisionConflict  = errors.New("task revision conflict")       // project_task_revision_conflict
+	ErrTooLarge          = errors.New("task context too large")       // task_context_too_large
+	ErrCapacity          = errors.New("too many resumable tasks")     // project_task_capacity
+	ErrNotActive         = errors.New("task not active here")         // project_task_not_active
+	ErrInvalid           = errors.New("invalid task field")           // invalid_tool_input
+	ErrNotFound          = errors.New("task not found")               // project_task_not_found
 )
 
 // RevisionError carries the current revision for if_match_required and
@@ -47,7 +47,9 @@ type RevisionError struct {
 	Current int64
 }
 
-func (e *RevisionError) Error() string { return fmt.Sprintf("%v (current revision %d)", e.Err, e.Current) }
+func (e *RevisionError) Error() string {
+	return fmt.Sprintf("%v (current revision %d)", e.Err, e.Current)
+}
 func (e *RevisionError) Unwrap() error { return e.Err }
 
 // SaveRequest is one save_progress call.
