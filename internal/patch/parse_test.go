@@ -210,7 +210,9 @@ func TestParseLimits(t *testing.T) {
 				t.Fatalf("Parse error = %v, want ErrTooLarge", err)
 			}
 		})
-		if allocs > 5 {
+		// A handful of allocations (more under -race) — never one
+		// proportional to the 4 MiB input, which the bomb tests measure.
+		if allocs > 20 {
 			t.Errorf("rejecting an oversized patch allocated %v times", allocs)
 		}
 	})
