@@ -8,9 +8,15 @@ import (
 	"syscall"
 
 	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/process"
 )
 
 func main() {
+	// A command supervisor is this binary started by the server; it must
+	// run before any configuration or signal handling of the server.
+	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
+		os.Exit(process.SupervisorMain(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := app.Main(ctx, os.Args[1:], os.LookupEnv, app.IO{Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
@@ -24,6 +25,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -51,6 +53,9 @@ type Options struct {
 	MetadataHTTPClient any
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// SupervisorPath is the binary run as each command's supervisor (with
+	// the hidden __supervise subcommand); empty means this executable.
+	SupervisorPath string
 }
 
 // App is a wired DevSpace instance.
@@ -63,6 +68,7 @@ type App struct {
 	metrics  *metrics.Metrics
 	oauth    *oauth.Server
 	bindings *binding.Service
+	procs    *process.Manager
 	mcp      *mcpserver.Server
 	http     *httpserver.Server
 }
@@ -73,7 +79,7 @@ var ErrNotInitialized = errors.New("DevSpace is not initialized: run `devspace i
 // New opens state and keys and builds every component. Nothing listens
 // until Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
-	core, err := openCore(ctx, cfg, log, opts)
+	core, err := openCore(ctx, cfg, log, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +99,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 
 // openCore builds everything but the listeners; the CLI uses it to act on
 // the state directory when no server is running.
-func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
+// With serving false (the CLI acting on the state directory) no command
+// manager is started: a running server's commands and output are left
+// alone.
+func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options, serving bool) (*App, error) {
 	if cfg.PublicURLIsAuto() {
 		// Resolving the quick-tunnel hostname from cloudflared comes with the
 		// appliance work; until then say so instead of serving a wrong issuer.
@@ -138,7 +147,26 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	ops := operation.New(st, operation.Options{Now: opts.Now})
 	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops,
 		Cursors:   cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now}),
-		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log})
+		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log,
+		// The MCP layer owns the processes; it exists by the time these run.
+		OnClose: func(ctx context.Context, ids []string, reason string) {
+			if a.mcp != nil {
+				a.mcp.CloseExecutions(ctx, ids, reason)
+			}
+		},
+		OnInterrupt: func(ctx context.Context, id string) (int, error) {
+			if a.mcp == nil {
+				return 0, nil
+			}
+			return a.mcp.InterruptExecution(ctx, id)
+		},
+		RunningProcesses: func(id string) int {
+			if a.mcp == nil {
+				return 0
+			}
+			return a.mcp.RunningProcesses(id)
+		},
+	})
 	if err := a.bindings.CloseRemovedProjects(ctx); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
@@ -148,7 +176,14 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		st.Close()
 		return nil, fmt.Errorf("DEVSPACE_SKILL_PATHS: %w", err)
 	}
-	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+	if serving {
+		if a.procs, err = newProcessManager(cfg, opts, log, m); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
+		Processes: a.procs, HostEnv: os.Environ(), OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
@@ -196,6 +231,9 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	return []httpserver.ReadinessCheck{
 		{Name: "database", Check: func(ctx context.Context) bool { return a.store.Ping(ctx) == nil }},
 		{Name: "keys", Check: func(context.Context) bool { return a.auth != nil }},
+		// Per-command cgroups (cgroup.kill) when a delegated cgroup v2 is
+		// writable; without them process-group and subreaper kills are used.
+		{Name: "process_cgroup", Info: true, Check: func(context.Context) bool { return a.procs != nil && a.procs.CgroupEnabled() }},
 		{Name: "projects", Check: func(context.Context) bool {
 			for _, ok := range a.catalog.CheckAccessible() {
 				if !ok {
@@ -231,14 +269,21 @@ func (a *App) Shutdown(ctx context.Context) error {
 	return errors.Join(err, a.Close())
 }
 
-// Close releases state without touching listeners.
+// Close stops every command (their whole trees) and releases state,
+// without touching listeners. Idempotent.
 func (a *App) Close() error {
 	if a.store == nil {
 		return nil
 	}
-	err := a.store.Close()
+	var errs []error
+	if a.procs != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		errs = append(errs, a.procs.Shutdown(ctx))
+		cancel()
+	}
+	errs = append(errs, a.store.Close())
 	a.store = nil
-	return err
+	return errors.Join(errs...)
 }
 
 // OAuth exposes the authorization server (token verification for /mcp).

@@ -20,6 +20,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -215,7 +216,7 @@ func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) er
 	if !control.IsUnavailable(err) {
 		return err
 	}
-	a, err := openCore(ctx, cfg, discardLogger(), Options{})
+	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
 	if err != nil {
 		return err
 	}
@@ -385,7 +386,7 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	a, err := openCore(ctx, cfg, discardLogger(), Options{})
+	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
 	if err != nil {
 		return err
 	}
@@ -486,6 +487,12 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 		bad("control listener %s is not loopback", cfg.ControlListen)
 	} else {
 		ok("control listener %s is loopback-only", cfg.ControlListen)
+	}
+	if ok, reason := process.CgroupAvailable(); ok {
+		ok2 := "per-command cgroups available (commands are killed with cgroup.kill)"
+		fmt.Fprintln(out, "✓ "+ok2)
+	} else {
+		warn("no delegated cgroup v2 (%s); commands are stopped through process groups and a subreaper", reason)
 	}
 	if !cfg.MetricsIsLoopback() {
 		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)

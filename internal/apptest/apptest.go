@@ -29,6 +29,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/process"
 )
 
 // Password is the Owner password of every test instance.
@@ -469,3 +470,13 @@ func (e *Env) GrantFor(c Client, a Approval) TokenResponse {
 
 // ErrNoCode is returned when a consent produced no code.
 var ErrNoCode = errors.New("no code")
+
+// Main is the TestMain of every package that starts an instance: the
+// instance runs command supervisors by re-executing the test binary with
+// the hidden supervisor subcommand, which must not run the tests again.
+func Main(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
+		os.Exit(process.SupervisorMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}

@@ -63,7 +63,7 @@ type Options struct {
 	FingerKey  []byte // key for root fingerprints
 	Fallbacks  []string
 	Logger     *slog.Logger
-	OnClose    func(ctx context.Context, executionIDs []string) // processes etc.; may be nil
+	OnClose    func(ctx context.Context, executionIDs []string, reason string) // processes etc.; may be nil
 	// OnInterrupt interrupts an execution's running processes and returns
 	// how many; nil until the process layer exists.
 	OnInterrupt func(ctx context.Context, executionID string) (int, error)
@@ -364,7 +364,7 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 		return err
 	}
 	if len(ids) > 0 && s.opts.OnClose != nil {
-		s.opts.OnClose(ctx, ids)
+		s.opts.OnClose(ctx, ids, reason)
 	}
 	return nil
 }
@@ -381,7 +381,7 @@ func (s *Service) CloseRemovedProjects(ctx context.Context) error {
 		return err
 	}
 	if len(ids) > 0 && s.opts.OnClose != nil {
-		s.opts.OnClose(ctx, ids)
+		s.opts.OnClose(ctx, ids, "project_removed")
 	}
 	return nil
 }

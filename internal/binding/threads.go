@@ -193,7 +193,7 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 			return nil, err
 		}
 		if s.opts.OnClose != nil {
-			s.opts.OnClose(ctx, []string{t.ExecutionID})
+			s.opts.OnClose(ctx, []string{t.ExecutionID}, "thread_closed")
 		}
 	}
 	updated, err := s.opts.Store.SetThreadStatus(ctx, ref, ifMatch, status)

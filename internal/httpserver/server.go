@@ -34,10 +34,12 @@ type Admin interface {
 	Projects() []control.ProjectInfo
 }
 
-// ReadinessCheck is one named /readyz check.
+// ReadinessCheck is one named /readyz check. An Info check is reported
+// but does not make the server unready.
 type ReadinessCheck struct {
 	Name  string
 	Check func(ctx context.Context) bool
+	Info  bool
 }
 
 // Route is a public endpoint served by a plain handler.
@@ -146,7 +148,7 @@ func (s *Server) readyz(c *gin.Context) {
 	for _, rc := range s.opts.Readiness {
 		ok := rc.Check(ctx)
 		checks[rc.Name] = ok
-		ready = ready && ok
+		ready = ready && (ok || rc.Info)
 	}
 	status := http.StatusOK
 	if !ready {

@@ -30,6 +30,9 @@ var requiredScopes = map[string][]string{
 	"show_changes":           {"project:read"},
 	"apply_patch":            {"project:read", "project:write"},
 	"inspect":                {"project:read"},
+	"exec_command":           {"project:read", "project:write", "process:execute"},
+	"write_stdin":            {"project:read", "process:execute"},
+	"read_process_output":    {"project:read", "process:execute"},
 }
 
 // TestToolSnapshots compares every tool's public definition with its

@@ -23,6 +23,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -48,6 +49,8 @@ type Options struct {
 	Skills         *skills.Catalog
 	Widgets        string // DEVSPACE_WIDGETS: full, changes or off
 	Store          *store.Store
+	Processes      *process.Manager
+	HostEnv        []string // the server's environment; commands get an allowlist of it
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -68,6 +71,8 @@ type Server struct {
 	loaded    loadedSkills
 	review    *review.Reviewer
 	search    *search.Searcher
+	procs     procTable
+	baseEnv   []string
 }
 
 // New builds the MCP server and registers every tool.
@@ -77,7 +82,8 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
-		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits())}
+		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits()),
+		baseEnv: process.BaseEnv(opts.HostEnv)}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -93,6 +99,9 @@ func New(opts Options) *Server {
 	registerChangeTools(s)
 	registerPatchTools(s)
 	registerInspectTools(s)
+	if opts.Processes != nil {
+		registerProcessTools(s)
+	}
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -26,7 +26,19 @@ type Metrics struct {
 	OAuthRefreshReplays prometheus.Counter
 	PathDenials         *prometheus.CounterVec // reason
 	PatchBytes          prometheus.Counter
+	ProcessKills        *prometheus.CounterVec // reason
+	OrphansKilled       prometheus.Counter
+	ProcessesRunning    prometheus.Gauge
 }
+
+// ProcessKilled, OrphansKilled and RunningChanged implement process.Metrics.
+func (m *Metrics) ProcessKilled(reason string) { m.ProcessKills.WithLabelValues(reason).Inc() }
+
+// OrphansKilledAdd counts descendants killed after re-parenting.
+func (m *Metrics) OrphansKilledAdd(n int) { m.OrphansKilled.Add(float64(n)) }
+
+// RunningChanged sets processes_running.
+func (m *Metrics) RunningChanged(n int) { m.ProcessesRunning.Set(float64(n)) }
 
 // New creates a registry with Go, process and build-info collectors and the
 // DevSpace metrics registered.
@@ -55,6 +67,15 @@ func New() *Metrics {
 		OAuthRefreshReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "oauth_refresh_replays_total", Help: "Consumed refresh tokens presented again (each revokes its grant).",
 		}),
+		ProcessKills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "process_kills_total", Help: "Command trees killed, by reason.",
+		}, []string{"reason"}),
+		OrphansKilled: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "process_orphans_killed_total", Help: "Re-parented descendants killed with their command's tree.",
+		}),
+		ProcessesRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "processes_running", Help: "Command trees alive.",
+		}),
 		PatchBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "patch_bytes_total", Help: "Bytes written by apply_patch.",
 		}),
@@ -71,6 +92,7 @@ func New() *Metrics {
 		}, func() float64 { return 1 }),
 		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
 		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.PathDenials, m.PatchBytes,
+		m.ProcessKills, m.OrphansKilled, m.ProcessesRunning,
 	)
 	return m
 }

@@ -1,0 +1,752 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// Limits of the process tools (DESIGN §9).
+const (
+	execInlineBytes   = 40000
+	execWait          = 2 * time.Second
+	liveWaitMax       = 10 * time.Second
+	outputPageDefault = 40000
+	outputPageMax     = 256000
+	stdinMax          = 1 << 20
+	envMaxEntries     = 128
+)
+
+// procEntry is a command the server started, with what binds it.
+type procEntry struct {
+	p          *process.Process
+	ref        string // processRef shown to the model
+	outputRef  string // outputRef shown to the model
+	grantID    string
+	execID     string
+	sessionRef string
+	mode       string
+	dir        string // Project-relative working directory
+}
+
+// procTable maps refs to processes. Entries stay (for retained output)
+// until their execution is closed or the output expires.
+type procTable struct {
+	mu     sync.Mutex
+	byRef  map[string]*procEntry
+	byOut  map[string]*procEntry
+	byExec map[string][]*procEntry
+}
+
+func (t *procTable) add(e *procEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byRef == nil {
+		t.byRef, t.byOut, t.byExec = map[string]*procEntry{}, map[string]*procEntry{}, map[string][]*procEntry{}
+	}
+	t.byRef[e.ref] = e
+	t.byOut[e.outputRef] = e
+	t.byExec[e.execID] = append(t.byExec[e.execID], e)
+}
+
+// lookup returns the entry for a ref only if it belongs to the caller's
+// execution (and grant): another execution's, session's or grant's ref is
+// indistinguishable from an unknown one.
+func (t *procTable) lookup(ref string, byOutput bool, grantID, execID string) *procEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.byRef
+	if byOutput {
+		m = t.byOut
+	}
+	e := m[ref]
+	if e == nil || e.grantID != grantID || e.execID != execID {
+		return nil
+	}
+	return e
+}
+
+func (t *procTable) ofExec(execID string) []*procEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*procEntry(nil), t.byExec[execID]...)
+}
+
+// dropExec forgets an execution's processes and removes their output.
+func (t *procTable) dropExec(execID string) []*procEntry {
+	t.mu.Lock()
+	es := t.byExec[execID]
+	delete(t.byExec, execID)
+	for _, e := range es {
+		delete(t.byRef, e.ref)
+		delete(t.byOut, e.outputRef)
+	}
+	t.mu.Unlock()
+	return es
+}
+
+func newRef(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ---- exec_command ----
+
+type execIn struct {
+	OperationID      string            `json:"operationId" jsonschema:"caller-chosen idempotency key (1-128 bytes); a retry with the same value never runs the command twice"`
+	Program          string            `json:"program,omitempty" jsonschema:"direct mode: the program to run (looked up in PATH)"`
+	Args             []string          `json:"args,omitempty" jsonschema:"direct mode: its arguments, passed as is (no shell)"`
+	Shell            bool              `json:"shell,omitempty" jsonschema:"shell mode: run command with bash -c"`
+	Command          string            `json:"command,omitempty" jsonschema:"shell mode: the shell command line"`
+	WorkingDirectory string            `json:"workingDirectory,omitempty" jsonschema:"Project-relative directory to run in (default the Project root)"`
+	Environment      map[string]string `json:"environment,omitempty" jsonschema:"extra environment variables (names [A-Za-z_][A-Za-z0-9_]*)"`
+	TimeoutMs        int64             `json:"timeoutMs,omitempty" jsonschema:"kill the command after this many milliseconds (default 10 minutes, max 6 hours)"`
+	TTY              bool              `json:"tty,omitempty" jsonschema:"run under a pseudo-terminal (for interactive programs)"`
+	Stdin            string            `json:"stdin,omitempty" jsonschema:"text written to the command's input at start (at most 1 MiB)"`
+	CloseStdin       bool              `json:"closeStdin,omitempty" jsonschema:"close the input after stdin (end of file)"`
+}
+
+func (in *execIn) validate() error {
+	if err := operation.ValidateID(in.OperationID); err != nil {
+		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
+	}
+	direct, shell := in.Program != "", in.Shell || in.Command != ""
+	if direct == shell || (shell && (!in.Shell || in.Command == "")) || (direct && in.Command != "") {
+		return toolErr("command_mode_invalid", catInput,
+			"Use exactly one mode: program (+ args) for direct mode, or shell: true with command for shell mode.")
+	}
+	if shell && len(in.Args) > 0 {
+		return toolErr("command_mode_invalid", catInput, "args belong to direct mode; put them in command for shell mode.")
+	}
+	if in.TimeoutMs < 0 || time.Duration(in.TimeoutMs)*time.Millisecond > process.MaxTimeout {
+		return invalidInput("timeoutMs must be between 0 and 21600000 (6 hours)")
+	}
+	if len(in.Stdin) > stdinMax {
+		return toolErr("stdin_too_large", catLimit, "stdin is limited to 1 MiB; write more with write_stdin.")
+	}
+	if len(in.Environment) > envMaxEntries {
+		return invalidInput("environment is limited to %d entries", envMaxEntries)
+	}
+	for _, s := range append([]string{in.Program, in.Command, in.WorkingDirectory}, in.Args...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return invalidInput("program, args, command and workingDirectory must not contain NUL")
+		}
+	}
+	if err := process.ValidateEnv(in.Environment); err != nil {
+		return invalidInput("%v", err)
+	}
+	return nil
+}
+
+// secretIn returns the kind of a literal credential found in anything
+// that would be stored (operation records, logs), or "".
+func (in *execIn) secretIn() string {
+	vals := append([]string{in.Program, in.Command, in.Stdin}, in.Args...)
+	for k, v := range in.Environment {
+		vals = append(vals, k+"="+v)
+	}
+	for _, v := range vals {
+		if kind, found := process.DetectSecret(v); found {
+			return kind
+		}
+	}
+	return ""
+}
+
+func (execIn) schema(s *jsonschema.Schema) {
+	s.Properties["environment"].AdditionalProperties = &jsonschema.Schema{Type: "string"}
+}
+
+// processOut is the state of a command as the model sees it.
+type processOut struct {
+	ProcessRef   string `json:"processRef"`
+	OutputRef    string `json:"outputRef"`
+	Status       string `json:"status"` // running, exited, killed, timed_out
+	ExitCode     *int   `json:"exitCode,omitempty"`
+	Signal       string `json:"signal,omitempty"`
+	Revision     int64  `json:"revision"`
+	Output       string `json:"output"`
+	Truncated    bool   `json:"truncated,omitempty"`
+	OmittedBytes int64  `json:"omittedBytes,omitempty"`
+	OutputBytes  int64  `json:"outputBytes"`
+	WallTimeMs   int64  `json:"wallTimeMs"`
+	Replayed     bool   `json:"replayed,omitempty"`
+	NextCursor   string `json:"nextCursor,omitempty"`
+}
+
+func (o processOut) summary() string {
+	switch o.Status {
+	case "running":
+		return "The command is still running; poll it with read_process_output (processRef)."
+	case "exited":
+		if o.ExitCode != nil {
+			return fmt.Sprintf("The command exited with code %d.", *o.ExitCode)
+		}
+		return "The command exited (" + o.Signal + ")."
+	case "timed_out":
+		return "The command hit its timeout and was stopped."
+	}
+	return "The command was stopped (" + o.Status + ")."
+}
+
+// inline renders head+tail of a process's output within execInlineBytes.
+func inline(p *process.Process, st process.State) (string, bool, int64) {
+	size := st.RetainedBytes
+	omitted := st.OutputBytes - st.RetainedBytes
+	if size <= execInlineBytes {
+		b, _ := p.ReadAt(0, int(size))
+		return strings.ToValidUTF8(string(b), "\uFFFD"), omitted > 0, omitted
+	}
+	half := execInlineBytes / 2
+	head := p.Head(half)
+	tail := p.Tail(half)
+	omitted += size - int64(len(head)) - int64(len(tail))
+	text := strings.ToValidUTF8(string(head), "\uFFFD") + fmt.Sprintf("\n[… %d bytes omitted …]\n", size-int64(len(head))-int64(len(tail))) +
+		strings.ToValidUTF8(string(tail), "\uFFFD")
+	return text, true, omitted
+}
+
+func render(e *procEntry, st process.State, withOutput bool) processOut {
+	out := processOut{ProcessRef: e.ref, OutputRef: e.outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
+		Revision: st.Revision, OutputBytes: st.OutputBytes}
+	end := st.EndedAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	out.WallTimeMs = end.Sub(st.StartedAt).Milliseconds()
+	if withOutput {
+		out.Output, out.Truncated, out.OmittedBytes = inline(e.p, st)
+	}
+	return out
+}
+
+type storedExec struct {
+	ProcessRef string `json:"processRef"`
+	OutputRef  string `json:"outputRef"`
+}
+
+func registerProcessTools(s *Server) {
+	addTool(s, spec{
+		name:  "exec_command",
+		title: "Run a command",
+		description: "Use when you need to build, test or run something in the Project: direct mode (program + args) or shell mode (shell: true + command), in a Project directory. " +
+			"Avoid long-running servers unless asked, and never put secrets in the command. " +
+			"Returns within about 2 seconds: the exit status and output (head and tail when long), or status running with a processRef to poll with read_process_output.",
+		scopes: []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute},
+		hints:  hints{destructive: true, openWorld: true},
+	}, s.execCommand)
+	addTool(s, spec{
+		name:  "write_stdin",
+		title: "Write to a running command",
+		description: "Use when a running command waits for input: send chars, close its input, or interrupt it (Ctrl-C). " +
+			"Avoid sending a literal Ctrl-C character; use interrupt. " +
+			"Returns the command's new state and recent output.",
+		scopes: []string{oauth.ScopeRead, oauth.ScopeExecute},
+		hints:  hints{destructive: true, openWorld: true},
+	}, s.writeStdin)
+	addTool(s, spec{
+		name:  "read_process_output",
+		title: "Read command output",
+		description: "Use when a command is still running (live poll with processRef; waits up to 10 s for new output) or to page through, tail or search a finished command's retained output (outputRef). " +
+			"Avoid polling in a tight loop; follow nextCursor. " +
+			"Returns output text with the command's state, and a cursor to continue.",
+		scopes: []string{oauth.ScopeRead, oauth.ScopeExecute},
+		hints:  hints{readOnly: true, idempotent: true},
+	}, s.readProcessOutput)
+}
+
+func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processOut, error) {
+	fail := func(err error) (processOut, error) {
+		te := s.procError(err)
+		te.OperationID = in.OperationID
+		if te.Phase == "" {
+			te.Phase = "not_started"
+		}
+		return processOut{}, te
+	}
+	if kind := in.secretIn(); kind != "" {
+		return fail(toolErr("secret_persistence_blocked", catSafety,
+			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments."))
+	}
+	if err := c.requireSession(); err != nil {
+		return fail(err)
+	}
+	e, proj, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	if err != nil {
+		return fail(err)
+	}
+	dir, err := s.workingDir(proj, in.WorkingDirectory)
+	if err != nil {
+		return fail(err)
+	}
+	hash, err := operation.HashRequest(in)
+	if err != nil {
+		return processOut{}, err
+	}
+	key := operation.Key{GrantID: c.caller.GrantID, ExecutionID: e.ID, Tool: "exec_command", OperationID: in.OperationID}
+	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		lease, err := s.opts.Locks.Acquire(ctx, proj.Path, rootlock.Command, lockTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		}
+		spec := process.Spec{Program: in.Program, Args: in.Args, Shell: in.Shell, Command: in.Command,
+			Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Env: process.MergeEnv(s.baseEnv, in.Environment),
+			TTY: in.TTY, Stdin: []byte(in.Stdin), CloseStdin: in.CloseStdin,
+			Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
+		if spec.Timeout == 0 {
+			spec.Timeout = 10 * time.Minute
+		}
+		p, err := s.opts.Processes.Start(ctx, e.ID, spec)
+		if err != nil {
+			lease.Release()
+			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		}
+		mode := "direct"
+		if in.Shell {
+			mode = "shell"
+		}
+		entry := &procEntry{p: p, ref: newRef("prc_"), outputRef: newRef("out_"), grantID: c.caller.GrantID, execID: e.ID,
+			sessionRef: c.caller.SessionRef, mode: mode, dir: dir}
+		s.procs.add(entry)
+		go s.afterExit(entry, lease)
+		return json.Marshal(storedExec{ProcessRef: entry.ref, OutputRef: entry.outputRef})
+	})
+	if err != nil {
+		return fail(err)
+	}
+	var st storedExec
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return processOut{}, err
+	}
+	entry := s.procs.lookup(st.ProcessRef, false, c.caller.GrantID, e.ID)
+	if entry == nil {
+		// Replayed after its execution's processes were cleaned up.
+		return processOut{ProcessRef: st.ProcessRef, OutputRef: st.OutputRef, Status: "gone", Replayed: true}, nil
+	}
+	state, err := entry.p.Wait(ctx, execWait)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return processOut{}, err
+	}
+	out := render(entry, state, true)
+	out.Replayed = replayed
+	return out, nil
+}
+
+// workingDir checks a model-supplied working directory: contained, an
+// existing directory inside the root (symlinks only while they stay in).
+func (s *Server) workingDir(proj project.Root, rel string) (string, error) {
+	clean, err := project.CleanRel(rel)
+	if err != nil {
+		return "", s.pathDenied(err)
+	}
+	r, err := openRoot(proj.Path)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	fi, err := r.Stat(clean)
+	if err != nil {
+		if errors.Is(project.Classify(err), project.ErrPathDenied) {
+			return "", s.pathDenied(project.Classify(err))
+		}
+		return "", toolErr("working_directory_invalid", catInput, "workingDirectory does not exist in the Project.")
+	}
+	if !fi.IsDir() {
+		return "", toolErr("working_directory_invalid", catInput, "workingDirectory is not a directory.")
+	}
+	return clean, nil
+}
+
+// afterExit releases the Command lease when the whole tree is gone and
+// records a sanitized checkpoint on the execution's Thread.
+func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease) {
+	<-e.p.Done()
+	lease.Release()
+	st := e.p.State()
+	data := map[string]any{"mode": e.mode, "workingDirectory": e.dir, "outcome": st.Status,
+		"wallTimeMs": st.EndedAt.Sub(st.StartedAt).Milliseconds(), "outputRetained": st.RetainedBytes > 0,
+		"outputPartlyLost": st.Truncated}
+	if st.ExitCode != nil {
+		data["exitCode"] = *st.ExitCode
+	}
+	if st.Signal != "" {
+		data["signal"] = st.Signal
+	}
+	s.opts.Bindings.Checkpoint(context.Background(), e.execID, "command_finished", data)
+}
+
+// ---- write_stdin ----
+
+type writeStdinIn struct {
+	OperationID      string `json:"operationId" jsonschema:"caller-chosen idempotency key (1-128 bytes)"`
+	ProcessRef       string `json:"processRef" jsonschema:"the running command"`
+	Chars            string `json:"chars,omitempty" jsonschema:"text to type (at most 1 MiB; include \\n to press Enter)"`
+	CloseStdin       bool   `json:"closeStdin,omitempty" jsonschema:"close the command's input (end of file)"`
+	Interrupt        bool   `json:"interrupt,omitempty" jsonschema:"send an interrupt (Ctrl-C) to the command and its children"`
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty" jsonschema:"only act if the command's revision is still this"`
+}
+
+func (in *writeStdinIn) validate() error {
+	if err := operation.ValidateID(in.OperationID); err != nil {
+		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
+	}
+	n := 0
+	for _, b := range []bool{in.Chars != "", in.CloseStdin, in.Interrupt} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return invalidInput("send exactly one of chars, closeStdin or interrupt")
+	}
+	if len(in.Chars) > stdinMax {
+		return toolErr("stdin_too_large", catLimit, "chars is limited to 1 MiB per call.")
+	}
+	if strings.ContainsRune(in.Chars, '\x03') {
+		return invalidInput("chars must not contain a literal Ctrl-C (\\u0003); use interrupt")
+	}
+	if !utf8.ValidString(in.Chars) {
+		return invalidInput("chars must be valid UTF-8")
+	}
+	return nil
+}
+
+func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (processOut, error) {
+	entry, err := s.procFor(ctx, c, in.ProcessRef, false)
+	if err != nil {
+		return processOut{}, err
+	}
+	hash, err := operation.HashRequest(in)
+	if err != nil {
+		return processOut{}, err
+	}
+	key := operation.Key{GrantID: c.caller.GrantID, ExecutionID: entry.execID, Tool: "write_stdin", OperationID: in.OperationID}
+	before := entry.p.State().Revision
+	_, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		var err error
+		switch {
+		case in.Interrupt:
+			if in.ExpectedRevision != nil && *in.ExpectedRevision != entry.p.State().Revision {
+				err = process.ErrRevisionConflict
+			} else {
+				err = entry.p.Interrupt()
+			}
+		case in.CloseStdin:
+			if in.ExpectedRevision != nil && *in.ExpectedRevision != entry.p.State().Revision {
+				err = process.ErrRevisionConflict
+			} else {
+				entry.p.CloseStdin()
+			}
+		default:
+			err = entry.p.WriteStdin([]byte(in.Chars), in.ExpectedRevision)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		}
+		return []byte("{}"), nil
+	})
+	if err != nil {
+		te := s.procError(err)
+		te.OperationID = in.OperationID
+		return processOut{}, te
+	}
+	// Give the program a moment to react, then report.
+	st, _ := entry.p.WaitChange(ctx, before, 500*time.Millisecond)
+	if st.Status == "running" {
+		st, _ = entry.p.Wait(ctx, 300*time.Millisecond)
+	}
+	out := render(entry, st, false)
+	tail := entry.p.Tail(4000)
+	out.Output = strings.ToValidUTF8(string(tail), "\uFFFD")
+	out.Replayed = replayed
+	return out, nil
+}
+
+// ---- read_process_output ----
+
+type readOutputIn struct {
+	ProcessRef string `json:"processRef,omitempty" jsonschema:"live poll of a running command (new output since the cursor)"`
+	OutputRef  string `json:"outputRef,omitempty" jsonschema:"retained output of a command, running or finished"`
+	Mode       string `json:"mode,omitempty" jsonschema:"live (default with processRef), page (default with outputRef), tail or search"`
+	Query      string `json:"query,omitempty" jsonschema:"search: literal text to find"`
+	Cursor     string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous call"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"bytes per page (default 40000, max 256000)"`
+	WaitMs     int    `json:"waitMs,omitempty" jsonschema:"live: wait up to this long for new output (default and max 10000)"`
+}
+
+func (readOutputIn) schema(s *jsonschema.Schema) {
+	s.Properties["mode"].Enum = []any{"live", "page", "tail", "search"}
+}
+
+func (in *readOutputIn) validate() error {
+	if (in.ProcessRef == "") == (in.OutputRef == "") {
+		return invalidInput("pass exactly one of processRef (live) or outputRef (retained output)")
+	}
+	if in.Mode == "" {
+		in.Mode = "page"
+		if in.ProcessRef != "" {
+			in.Mode = "live"
+		}
+	}
+	switch in.Mode {
+	case "live", "page", "tail":
+	case "search":
+		if in.Query == "" || len(in.Query) > 1024 {
+			return invalidInput("search needs a query of 1-1024 bytes")
+		}
+	default:
+		return invalidInput("mode must be live, page, tail or search")
+	}
+	if in.Limit < 0 || in.Limit > outputPageMax || in.WaitMs < 0 || in.WaitMs > int(liveWaitMax/time.Millisecond) {
+		return invalidInput("limit must be 0-256000 and waitMs 0-10000")
+	}
+	if in.Limit == 0 {
+		in.Limit = outputPageDefault
+	}
+	return nil
+}
+
+type searchHit struct {
+	Offset int64  `json:"offset"`
+	Text   string `json:"text"`
+}
+
+type readOutputOut struct {
+	processOut
+	Offset int64       `json:"offset"`
+	Hits   []searchHit `json:"hits,omitempty"`
+}
+
+func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputIn) (readOutputOut, error) {
+	ref, byOutput := in.ProcessRef, false
+	if in.OutputRef != "" {
+		ref, byOutput = in.OutputRef, true
+	}
+	entry, err := s.procFor(ctx, c, ref, byOutput)
+	if err != nil {
+		return readOutputOut{}, err
+	}
+	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	if err != nil {
+		return readOutputOut{}, err
+	}
+	var off int64
+	if in.Cursor != "" {
+		claims, err := s.opts.Bindings.DecodeCursor(c.caller, e, in.Cursor, "output")
+		if err != nil {
+			return readOutputOut{}, err
+		}
+		if claims.Resource != entry.outputRef || claims.QueryHash != in.Mode+"\x00"+in.Query {
+			return readOutputOut{}, toolErr("cursor_invalid", catInput, "That cursor belongs to another command or mode.")
+		}
+		off = claims.Offset
+	}
+	st := entry.p.State()
+	if in.Mode == "live" && st.Status == "running" {
+		wait := time.Duration(in.WaitMs) * time.Millisecond
+		if in.WaitMs == 0 {
+			wait = liveWaitMax
+		}
+		// Wait for output past the cursor, or exit.
+		deadline := time.Now().Add(wait)
+		for st.Status == "running" && st.RetainedBytes <= off && time.Now().Before(deadline) {
+			st, _ = entry.p.WaitChange(ctx, st.Revision, time.Until(deadline))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	out := readOutputOut{processOut: render(entry, st, false), Offset: off}
+	switch in.Mode {
+	case "tail":
+		out.Output = strings.ToValidUTF8(string(entry.p.Tail(in.Limit)), "\uFFFD")
+		out.Offset = max(st.RetainedBytes-int64(in.Limit), 0)
+		return out, nil
+	case "search":
+		hits, next, err := searchOutput(entry.p, st.RetainedBytes, off, in.Query)
+		if err != nil {
+			return out, err
+		}
+		out.Hits = hits
+		if next < st.RetainedBytes && len(hits) > 0 {
+			out.NextCursor, err = s.outputCursor(c, e, entry, in, next)
+		}
+		return out, err
+	}
+	// live and page: bytes from the cursor on.
+	if off > st.RetainedBytes {
+		off = st.RetainedBytes
+	}
+	n := min(int64(in.Limit), st.RetainedBytes-off)
+	b, err := entry.p.ReadAt(off, int(n))
+	if err != nil {
+		return out, fmt.Errorf("read output: %w", err)
+	}
+	// Never split a UTF-8 sequence at the page end.
+	for cut := len(b); cut > 0 && cut > len(b)-4; cut-- {
+		if utf8.Valid(b[:cut]) {
+			b = b[:cut]
+			break
+		}
+	}
+	out.Output = strings.ToValidUTF8(string(b), "\uFFFD")
+	next := off + int64(len(b))
+	if next < st.RetainedBytes || (in.Mode == "live" && st.Status == "running") {
+		out.NextCursor, err = s.outputCursor(c, e, entry, in, next)
+	}
+	return out, err
+}
+
+func (s *Server) outputCursor(c *call, e *store.Execution, entry *procEntry, in *readOutputIn, off int64) (string, error) {
+	return s.opts.Bindings.EncodeCursor(c.caller, e, cursor.Claims{Kind: "output", Resource: entry.outputRef,
+		QueryHash: in.Mode + "\x00" + in.Query, Offset: off})
+}
+
+// searchOutput scans retained output from off for a literal, in bounded
+// chunks, returning at most 50 hits with their line text.
+func searchOutput(p *process.Process, size, off int64, q string) ([]searchHit, int64, error) {
+	const chunk = 1 << 20
+	var hits []searchHit
+	for pos := off; pos < size && len(hits) < 50; {
+		n := min(int64(chunk), size-pos)
+		b, err := p.ReadAt(pos, int(n))
+		if err != nil {
+			return nil, 0, err
+		}
+		text := string(b)
+		from := 0
+		for len(hits) < 50 {
+			i := strings.Index(text[from:], q)
+			if i < 0 {
+				break
+			}
+			at := from + i
+			start := strings.LastIndexByte(text[:at], '\n') + 1
+			end := strings.IndexByte(text[at:], '\n')
+			if end < 0 {
+				end = len(text)
+			} else {
+				end += at
+			}
+			line := text[start:end]
+			if len(line) > 500 {
+				line = line[:500]
+			}
+			hits = append(hits, searchHit{Offset: pos + int64(at), Text: strings.ToValidUTF8(line, "\uFFFD")})
+			from = at + len(q)
+		}
+		if len(hits) >= 50 {
+			return hits, hits[len(hits)-1].Offset + int64(len(q)), nil
+		}
+		if n < chunk {
+			pos += n
+			break
+		}
+		pos += n - int64(len(q)) + 1 // overlap so a match across chunks is found
+	}
+	return hits, size, nil
+}
+
+// procFor finds a process of the caller's current execution.
+func (s *Server) procFor(ctx context.Context, c *call, ref string, byOutput bool) (*procEntry, error) {
+	if err := c.requireSession(); err != nil {
+		return nil, err
+	}
+	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	if err != nil {
+		return nil, err
+	}
+	entry := s.procs.lookup(ref, byOutput, c.caller.GrantID, e.ID)
+	if entry == nil {
+		return nil, toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
+	}
+	return entry, nil
+}
+
+// procError maps process errors (the rest go through mapError).
+func (s *Server) procError(err error) *ToolError {
+	var te *ToolError
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.Is(err, process.ErrSpawn):
+		e := toolErr("command_spawn_failed", catInput, "The command could not be started (is the program installed and executable?).")
+		e.Phase = "not_started"
+		return e
+	case errors.Is(err, process.ErrTooMany):
+		return toolErr("process_limit", catLimit, "Too many commands are running; wait for one to finish or interrupt it.", "project_control interrupt")
+	case errors.Is(err, process.ErrRevisionConflict):
+		return toolErr("process_revision_conflict", catConflict, "The command changed since expectedRevision; read its state and retry.", "read_process_output")
+	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):
+		return toolErr("process_not_running", catState, "The command is not accepting input (it ended or its input is closed).")
+	case errors.Is(err, process.ErrStdinFull):
+		e := toolErr("stdin_busy", catTransient, "The command is not reading its input fast enough; retry shortly.")
+		e.Retryable = true
+		return e
+	case errors.Is(err, process.ErrClosed):
+		e := toolErr("server_shutting_down", catTransient, "DevSpace is shutting down; retry after it restarts.")
+		e.Retryable = true
+		return e
+	}
+	return mapError(err)
+}
+
+// InterruptExecution sends an interrupt to the running commands of an
+// execution and returns how many it reached.
+func (s *Server) InterruptExecution(_ context.Context, execID string) (int, error) {
+	n := 0
+	for _, e := range s.procs.ofExec(execID) {
+		if e.p.State().Status == "running" {
+			if err := e.p.Interrupt(); err == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// CloseExecutions kills every command of the executions (close, revoke,
+// Project removal) and discards their retained output.
+func (s *Server) CloseExecutions(_ context.Context, execIDs []string, reason string) {
+	if s.opts.Processes == nil {
+		return
+	}
+	for _, id := range execIDs {
+		s.opts.Processes.KillGroup(id, reason)
+		for _, e := range s.procs.dropExec(id) {
+			_ = e.p.Remove()
+		}
+	}
+}
+
+// RunningProcesses counts an execution's commands whose tree is alive.
+func (s *Server) RunningProcesses(execID string) int {
+	n := 0
+	for _, e := range s.procs.ofExec(execID) {
+		if e.p.State().TreeAlive {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,164 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// CgroupAvailable reports whether commands can get their own cgroup v2 with
+// cgroup.kill: a cgroup2 hierarchy is mounted, and a sub-cgroup can be
+// created under the current process's cgroup (a delegated, writable
+// subtree). The reason is a short sentence for /readyz and doctor; it never
+// contains a path. It touches the filesystem (creates and removes a probe
+// cgroup) and is safe for concurrent use.
+func CgroupAvailable() (bool, string) {
+	_, reason, err := cgroupParent()
+	if err != nil {
+		return false, reason
+	}
+	return true, reason
+}
+
+// cgroupParent finds the current process's cgroup v2 directory and probes it.
+func cgroupParent() (dir, reason string, err error) {
+	mount := cgroup2Mount()
+	if mount == "" {
+		return "", "cgroup v2 is not mounted", errors.New("no cgroup2 mount")
+	}
+	rel, err := currentCgroup()
+	if err != nil {
+		return "", "the current cgroup v2 path is unknown", err
+	}
+	dir = filepath.Join(mount, filepath.FromSlash(rel))
+	probe := filepath.Join(dir, "devspace-probe-"+randomToken(6))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return "", "cgroup v2 is not writable (no delegated subtree)", err
+	}
+	defer os.Remove(probe)
+	if _, err := os.Stat(filepath.Join(probe, "cgroup.kill")); err != nil {
+		return "", "cgroup v2 has no cgroup.kill (kernel older than 5.14)", err
+	}
+	f, err := os.OpenFile(filepath.Join(probe, "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		return "", "cgroup v2 processes cannot be moved", err
+	}
+	f.Close()
+	return dir, "cgroup v2 delegated and writable", nil
+}
+
+// cgroup2Mount returns the mount point of the cgroup2 hierarchy ("" when
+// none): /sys/fs/cgroup on unified hosts, /sys/fs/cgroup/unified on hybrid
+// ones.
+func cgroup2Mount() string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var found string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		sep := strings.Index(line, " - ")
+		if sep < 0 {
+			continue
+		}
+		post := strings.Fields(line[sep+3:])
+		pre := strings.Fields(line[:sep])
+		if len(post) < 1 || post[0] != "cgroup2" || len(pre) < 5 {
+			continue
+		}
+		mp := unescapeMount(pre[4])
+		if found == "" || mp == "/sys/fs/cgroup" {
+			found = mp
+		}
+	}
+	return found
+}
+
+// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range []byte(s[i+1 : i+4]) {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + (c - '0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// currentCgroup returns this process's cgroup v2 path ("0::<path>").
+func currentCgroup() (string, error) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if rest, ok := bytes.CutPrefix(line, []byte("0::")); ok {
+			p := string(rest)
+			if !strings.HasPrefix(p, "/") || strings.Contains(p, "/..") {
+				return "", fmt.Errorf("unexpected cgroup path")
+			}
+			return p, nil
+		}
+	}
+	return "", errors.New("no cgroup v2 entry")
+}
+
+// cgroupKill sends SIGKILL to every process of the cgroup (cgroup.kill).
+func cgroupKill(dir string) error {
+	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// cgroupPopulated reports whether any process remains in the cgroup or its
+// children. An unreadable cgroup counts as empty.
+func cgroupPopulated(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(b, []byte("populated 1"))
+}
+
+// cgroupRemove kills what remains in the cgroup and removes it, retrying
+// briefly while the kernel finishes tearing processes down.
+func cgroupRemove(dir string, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		if cgroupPopulated(dir) {
+			_ = cgroupKill(dir)
+		}
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

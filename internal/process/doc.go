@@ -1,0 +1,69 @@
+// Package process runs commands for DevSpace and guarantees their cleanup.
+// It knows nothing of MCP: callers pass plain Specs and get Processes.
+//
+// # Shape
+//
+// The Manager (in the server) runs every command under a supervisor: a
+// re-exec of the devspace binary (`devspace __supervise`, see
+// SupervisorMain) that is the command's parent and a child subreaper, so
+// every descendant — setsid daemons, double forks, children of a wrapper
+// that exited — re-parents to it and stays attributable to the command.
+// Starting the ~50 MB server binary costs milliseconds, so the Manager keeps
+// a few supervisors started ahead of need (Options.IdleSupervisors) and
+// reuses one whose command's tree has ended cleanly; the command's stdio
+// reaches the supervisor as SCM_RIGHTS over its control socket
+// (protocol.go). This keeps `exec true` within about 2× a bare os/exec run.
+//
+// # Lifecycle
+//
+// A command runs in its own process group (its own session with the pty as
+// controlling terminal when Spec.TTY is set) and, when a delegated cgroup
+// v2 is writable (CgroupAvailable), in its own cgroup. The main process may
+// exit while descendants live on: State.Status then reports the main
+// process's result and State.TreeAlive stays true until the last
+// descendant is gone, which Process.Done signals (hold the Project's write
+// lease until then). Descendants are not killed when the main process
+// exits; Spec.Timeout, Kill, KillGroup and Shutdown end them.
+//
+//   - Interrupt sends SIGINT to the process group and to every descendant.
+//     Background jobs of a non-interactive shell ignore SIGINT (POSIX), so
+//     an interrupt may leave them running; Kill ends them.
+//   - Kill (timeout, close, revoke, shutdown) sends SIGTERM and SIGCONT to
+//     the group and every descendant, waits Options.Grace, then sends
+//     SIGKILL (and writes cgroup.kill) in rounds until wait4 reports that
+//     the supervisor has no child left. A process with a pending SIGKILL
+//     cannot fork, so fork loops converge.
+//   - If the server dies, the supervisor sees EOF on its control socket and
+//     kills the tree. If a supervisor dies (a command may kill its parent),
+//     the command's main process dies with it (PR_SET_PDEATHSIG) and the
+//     server kills the command's process group and cgroup; a descendant
+//     that left the group with setsid() and has no cgroup can then escape.
+//     Path checks and this package are not a sandbox: the container is the
+//     isolation boundary (DESIGN §1).
+//
+// The server reaps its own supervisors (and only them: it is no subreaper,
+// so os/exec elsewhere in the server keeps working). Orphans of a dead
+// supervisor re-parent to PID 1, so in a container PID 1 must reap: the
+// image runs `tini -- devspace serve`.
+//
+// # Output
+//
+// stdout and stderr are one pipe (like 2>&1), so their interleaving is
+// exactly the order of the writes; under a pty they are one stream anyway,
+// including the echo of the input. Output goes to a spool file under
+// Options.SpoolDir (created 0600 at the first byte), capped per process
+// (Spec.MaxOutputBytes, 64 MiB by default) and per Manager
+// (Options.MaxSpoolBytes, 1 GiB). Beyond a cap bytes are counted and
+// dropped, State.Truncated is set, and the last 64 KiB stay in memory for
+// Tail; the command keeps running (unless Spec.KillOnOutputLimit) and is
+// never blocked by a full pipe. Memory per process is bounded (a 64 KiB
+// read buffer, the 64 KiB tail ring, at most 4 MiB of queued stdin)
+// whatever the output rate. Spool files outlive their processes until
+// Process.Remove; sweeping old ones at startup is the caller's job.
+//
+// # Environment and secrets
+//
+// BaseEnv, MergeEnv and ValidateEnv build a command's environment from an
+// allowlist; DetectSecret finds literal credentials in command text,
+// arguments and environment values before anything durable is written.
+package process

@@ -1,0 +1,312 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// treeShape is a command whose process tree the tests must remove
+// entirely. ready is how many marked processes exist once it is set up.
+type treeShape struct {
+	name  string
+	spec  Spec
+	ready int
+	// mainExits: the main process ends at once, leaving descendants.
+	mainExits bool
+}
+
+func sh(cmd string) Spec { return Spec{Shell: true, Command: cmd} }
+
+// killShapes are the shapes of DESIGN §7 "Process cleanup". The
+// environment-clearing descendant is found by its command line (exec -a
+// puts the marker in argv[0]); every other process carries DSMARK.
+var killShapes = []treeShape{
+	{name: "plain_sleep", spec: Spec{Program: "sleep", Args: []string{"1000"}}, ready: 1},
+	{name: "sh_background_wait", spec: Spec{Program: "sh", Args: []string{"-c", "sleep 1000 & wait"}}, ready: 2},
+	{name: "setsid_daemon_then_exit", spec: sh("setsid sleep 1000 & exit 0"), ready: 1, mainExits: true},
+	{name: "double_fork_holding_stdout", spec: sh("(sleep 1000 &); echo forked"), ready: 1, mainExits: true},
+	{name: "wrapper_exits_leaving_descendant", spec: sh("sleep 1000 >/dev/null 2>&1 </dev/null & exit 0"), ready: 1, mainExits: true},
+	{name: "descendant_clears_environment", spec: sh(`env -i /bin/bash -c 'exec -a "$0" sleep 1000' "$DSMARK" & wait`), ready: 2},
+	{name: "fork_loop", spec: sh("for i in $(seq 50); do sleep 1000 & done; wait"), ready: 51},
+}
+
+func startShape(t *testing.T, m *Manager, group string, s treeShape, marker string, timeout time.Duration) *Process {
+	t.Helper()
+	spec := s.spec
+	spec.Args = append([]string(nil), spec.Args...)
+	spec.Dir = t.TempDir()
+	spec.Env = markerEnv(marker)
+	spec.Timeout = timeout
+	p, err := m.Start(context.Background(), group, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	waitMarkers(t, marker, s.ready)
+	if s.mainExits {
+		st, err := p.Wait(context.Background(), 10*time.Second)
+		if err != nil || st.Status != StatusExited || !st.TreeAlive {
+			t.Fatalf("main process should have exited leaving its tree: %+v, %v", st, err)
+		}
+	}
+	return p
+}
+
+func TestKillTree(t *testing.T) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			met := &testMetrics{}
+			m := newTestManager(t, Options{Metrics: met}, false)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 0)
+			if err := p.Kill("close"); err != nil {
+				t.Fatalf("Kill: %v", err)
+			}
+			assertGone(t, marker)
+			st := p.State()
+			if st.TreeAlive || st.KillReason != "close" {
+				t.Errorf("state after Kill: %+v", st)
+			}
+			if !s.mainExits && st.Status != StatusKilled {
+				t.Errorf("Status = %q, want killed", st.Status)
+			}
+			if s.mainExits && st.Status != StatusExited {
+				t.Errorf("Status = %q, want exited (the main process ended on its own)", st.Status)
+			}
+			met.mu.Lock()
+			defer met.mu.Unlock()
+			if met.kills["close"] != 1 || met.running != 0 {
+				t.Errorf("metrics: kills %v running %d", met.kills, met.running)
+			}
+			if s.mainExits && met.orphans == 0 {
+				t.Errorf("no orphan kill counted for %s", s.name)
+			}
+		})
+	}
+}
+
+func TestKillTreeCgroup(t *testing.T) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := newTestManager(t, Options{}, true)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 0)
+			if !p.Cgroup() {
+				t.Fatal("the command did not get a cgroup")
+			}
+			if err := p.Kill("close"); err != nil {
+				t.Fatalf("Kill: %v", err)
+			}
+			assertGone(t, marker)
+			if _, err := os.Stat(p.cgroupDir); !os.IsNotExist(err) {
+				t.Errorf("cgroup not removed: %v", err)
+			}
+		})
+	}
+}
+
+func TestKillGroup(t *testing.T) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := newTestManager(t, Options{}, false)
+			marker, other := newMarker(), newMarker()
+			p := startShape(t, m, "revoked", s, marker, 0)
+			keep := startShape(t, m, "kept", killShapes[0], other, 0)
+			if n := m.KillGroup("revoked", "revoke"); n != 1 {
+				t.Errorf("KillGroup = %d, want 1", n)
+			}
+			waitDone(t, p, time.Second)
+			assertGone(t, marker)
+			if st := keep.State(); st.Status != StatusRunning {
+				t.Errorf("another group's process was touched: %+v", st)
+			}
+			if err := keep.Kill("close"); err != nil {
+				t.Fatal(err)
+			}
+			assertGone(t, other)
+		})
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := newTestManager(t, Options{}, false)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := m.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, p, 0)
+			assertGone(t, marker)
+			if err := m.Shutdown(ctx); err != nil {
+				t.Errorf("second Shutdown: %v", err)
+			}
+			if _, err := m.Start(ctx, "exec1", Spec{Program: "true", Dir: "/"}); err != ErrClosed {
+				t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			m := newTestManager(t, Options{}, false)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 1500*time.Millisecond)
+			waitDone(t, p, 10*time.Second)
+			assertGone(t, marker)
+			st := p.State()
+			want := StatusTimedOut
+			if s.mainExits {
+				want = StatusExited
+			}
+			if st.Status != want || st.KillReason != ReasonTimeout {
+				t.Errorf("state = %+v, want status %s, reason timeout", st, want)
+			}
+		})
+	}
+}
+
+// interruptShapes terminate on SIGINT. (Background jobs of a
+// non-interactive shell ignore SIGINT by POSIX rule, so the `&` shapes
+// above cannot be interrupted; Kill ends them.)
+var interruptShapes = []treeShape{
+	{name: "plain_sleep", spec: Spec{Program: "sleep", Args: []string{"1000"}}, ready: 1},
+	{name: "sh_foreground", spec: Spec{Program: "sh", Args: []string{"-c", "sleep 1000; echo after"}}, ready: 2},
+	{name: "setsid_daemon", spec: sh("setsid -f sleep 1000 >/dev/null 2>&1 </dev/null; sleep 1000"), ready: 2},
+	{name: "double_fork", spec: sh(`sh -c 'setsid -f sleep 1000'; sleep 1000`), ready: 2},
+	{name: "descendant_clears_environment", spec: sh(`env -i /bin/bash -c 'exec -a "$0" sleep 1000' "$DSMARK"; echo`), ready: 2},
+	{name: "fan_out", spec: sh("seq 20 | xargs -P 20 -I{} sleep 1000"), ready: 22},
+}
+
+func TestInterrupt(t *testing.T) {
+	for _, s := range interruptShapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := newTestManager(t, Options{}, false)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 0)
+			if err := p.Interrupt(); err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, p, 10*time.Second)
+			assertGone(t, marker)
+			st := p.State()
+			if st.Status != StatusExited || !st.Interrupted || st.KillReason != "" {
+				t.Errorf("state = %+v", st)
+			}
+			if err := p.Interrupt(); err != ErrNotRunning {
+				t.Errorf("second Interrupt = %v, want ErrNotRunning", err)
+			}
+		})
+	}
+}
+
+// TestSetsidDaemonLoop kills the daemon shape 200 times, a few at a time,
+// half of them racing the wrapper's own exit.
+func TestSetsidDaemonLoop(t *testing.T) {
+	m := newTestManager(t, Options{}, false)
+	const total, workers = 200, 4
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				marker := newMarker()
+				p, err := m.Start(context.Background(), "loop"+itoaTest(i%workers), Spec{
+					Shell: true, Command: "setsid sleep 1000 & exit 0", Dir: "/", Env: markerEnv(marker),
+				})
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, "start: "+err.Error())
+					mu.Unlock()
+					continue
+				}
+				if i%2 == 0 {
+					_, _ = p.Wait(context.Background(), 5*time.Second)
+				}
+				if err := p.Kill("close"); err != nil {
+					mu.Lock()
+					failures = append(failures, "kill: "+err.Error())
+					mu.Unlock()
+				}
+				if ps := markerProcs(marker); len(ps) > 0 {
+					mu.Lock()
+					failures = append(failures, "survivors: "+describe(ps)[0])
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < total; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d failures, first: %s", len(failures), failures[0])
+	}
+	assertNoZombies(t)
+}
+
+func itoaTest(i int) string { return string(rune('a' + i)) }
+
+// TestServerDeath SIGKILLs a server with a live tree: the supervisor sees
+// its control socket close and kills the tree.
+func TestServerDeath(t *testing.T) {
+	for _, mode := range []string{"signals", "cgroup"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "cgroup" {
+				if ok, reason := CgroupAvailable(); !ok {
+					t.Skip(reason)
+				}
+			}
+			marker := newMarker()
+			exe, _ := os.Executable()
+			cmd := exec.Command(exe, "__testserver", t.TempDir(), marker, mode)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := scanLines(bufio.NewReader(out))
+			select {
+			case l := <-lines:
+				if l != "ready\n" {
+					t.Fatalf("helper said %q", l)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("helper never became ready")
+			}
+			waitMarkers(t, marker, 6) // bash, setsid daemon, double-forked sleep, 3 sleeps
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			deadline := time.Now().Add(10 * time.Second)
+			for len(markerProcs(marker)) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("tree survived the server: %v", describe(markerProcs(marker)))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			assertGone(t, marker)
+		})
+	}
+}

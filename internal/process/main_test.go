@@ -1,0 +1,276 @@
+package process
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as the supervisor (the standard re-exec trick): the
+// Manager under test starts this test binary with "__supervise", as the
+// server starts `devspace __supervise`. "__testserver" runs a miniature
+// server for the server-death test.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "__supervise":
+			os.Exit(SupervisorMain(os.Args[2:]))
+		case "__testserver":
+			os.Exit(testServerMain(os.Args[2:]))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// testServerMain starts one process tree carrying the marker, prints
+// "ready", and blocks until it is killed.
+func testServerMain(args []string) int {
+	spoolDir, marker, cgroup := args[0], args[1], args[2] == "cgroup"
+	exe, _ := os.Executable()
+	m, err := New(Options{
+		SupervisorPath: exe, SupervisorEnv: []string{"GORACE=atexit_sleep_ms=0"},
+		SpoolDir: spoolDir, Grace: 200 * time.Millisecond, DisableCgroup: !cgroup,
+	})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	_, err = m.Start(context.Background(), "g", Spec{
+		Shell:   true,
+		Command: `setsid sleep 1000 >/dev/null 2>&1 </dev/null & (sleep 1000 &); for i in 1 2 3; do sleep 1000 & done; wait`,
+		Dir:     "/",
+		Env:     markerEnv(marker),
+	})
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// testMetrics records what the Manager reports.
+type testMetrics struct {
+	mu      sync.Mutex
+	kills   map[string]int
+	orphans int
+	running int
+}
+
+func (t *testMetrics) ProcessKilled(reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.kills == nil {
+		t.kills = map[string]int{}
+	}
+	t.kills[reason]++
+}
+
+func (t *testMetrics) OrphansKilled(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.orphans += n
+}
+
+func (t *testMetrics) RunningChanged(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running = n
+}
+
+var _ Metrics = (*testMetrics)(nil)
+
+// newTestManager returns a Manager whose supervisor is this test binary.
+// Cgroups are off unless opts asks otherwise through cgroupMode.
+func newTestManager(t testing.TB, opts Options, useCgroup bool) *Manager {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.SupervisorPath = exe
+	// Under -race a Go process sleeps 1 s before exiting unless told not to.
+	opts.SupervisorEnv = []string{"GORACE=atexit_sleep_ms=0"}
+	if opts.SpoolDir == "" {
+		opts.SpoolDir = t.TempDir()
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 300 * time.Millisecond
+	}
+	opts.DisableCgroup = !useCgroup
+	m, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if useCgroup && !m.CgroupEnabled() {
+		t.Skip("no delegated cgroup v2 here")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return m
+}
+
+func newMarker() string { return "dsmark" + randomToken(8) }
+
+// markerEnv is a small environment carrying the marker in DSMARK.
+func markerEnv(marker string) []string {
+	return MergeEnv(BaseEnv(os.Environ()), map[string]string{"DSMARK": marker})
+}
+
+// markerProcs returns the live processes whose command line or environment
+// contains marker. Zombies have neither, so they do not count here.
+func markerProcs(marker string) []int {
+	var out []int
+	needle := []byte(marker)
+	self := os.Getpid()
+	for _, e := range listProcs() {
+		if e.pid == self {
+			continue
+		}
+		dir := "/proc/" + strconv.Itoa(e.pid)
+		for _, f := range []string{"/cmdline", "/environ"} {
+			if b, err := os.ReadFile(dir + f); err == nil && bytes.Contains(b, needle) {
+				out = append(out, e.pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// zombieChildren returns this process's unreaped children.
+func zombieChildren() []int {
+	var out []int
+	self := os.Getpid()
+	for _, e := range listProcs() {
+		if e.ppid == self && e.state == 'Z' {
+			out = append(out, e.pid)
+		}
+	}
+	return out
+}
+
+// waitMarkers polls until at least n processes carry marker.
+func waitMarkers(t testing.TB, marker string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := len(markerProcs(marker))
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d marked processes appeared", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// assertGone checks, without waiting, that no marked process and no zombie
+// child remains.
+func assertGone(t testing.TB, marker string) {
+	t.Helper()
+	if ps := markerProcs(marker); len(ps) > 0 {
+		t.Errorf("marked processes survived: %v", describe(ps))
+	}
+	assertNoZombies(t)
+}
+
+// assertNoZombies fails when a child of this process stays a zombie. A
+// supervisor of a concurrently running test may be a zombie for an instant
+// before its Process reaps it, so only a zombie that persists counts.
+func assertNoZombies(t testing.TB) {
+	t.Helper()
+	zs := zombieChildren()
+	for i := 0; i < 20 && len(zs) > 0; i++ {
+		time.Sleep(25 * time.Millisecond)
+		still := zombieChildren()
+		persist := zs[:0]
+		for _, z := range zs {
+			for _, s := range still {
+				if s == z {
+					persist = append(persist, z)
+				}
+			}
+		}
+		zs = persist
+	}
+	if len(zs) > 0 {
+		t.Errorf("zombie children remain: %v", zs)
+	}
+}
+
+func describe(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		e, _ := readProcStat(pid)
+		out = append(out, fmt.Sprintf("%d(ppid %d %c %q)", pid, e.ppid, e.state, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// waitDone waits for the tree to be gone.
+func waitDone(t testing.TB, p *Process, d time.Duration) {
+	t.Helper()
+	select {
+	case <-p.Done():
+		return
+	default:
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(d):
+		t.Fatalf("process tree still alive after %s: %+v", d, p.State())
+	}
+}
+
+// waitOutput waits until the output contains want.
+func waitOutput(t testing.TB, p *Process, want string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var rev int64 = -1
+	for {
+		if bytes.Contains(p.Head(1<<20), []byte(want)) {
+			return
+		}
+		st, err := p.WaitChange(ctx, rev, d)
+		if err != nil {
+			t.Fatalf("output never contained %q; got %q", want, p.Head(4096))
+		}
+		rev = st.Revision
+		if !st.TreeAlive && !bytes.Contains(p.Head(1<<20), []byte(want)) {
+			t.Fatalf("process ended without output %q; got %q", want, p.Head(4096))
+		}
+	}
+}
+
+// scanLines reads lines from a reader into a channel.
+func scanLines(r *bufio.Reader) <-chan string {
+	ch := make(chan string, 16)
+	go func() {
+		defer close(ch)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				ch <- line
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}

@@ -1,0 +1,495 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// Defaults of Options.
+const (
+	DefaultGrace         = 3 * time.Second
+	DefaultMaxLive       = 32
+	DefaultMaxPerGroup   = 8
+	DefaultMaxSpoolBytes = 1 << 30
+	DefaultStartTimeout  = 10 * time.Second
+	// DefaultIdleSupervisors is how many supervisors wait pre-started.
+	DefaultIdleSupervisors = 2
+)
+
+// DefaultSupervisorArgs are the arguments that make the devspace binary run
+// SupervisorMain (the CLI's hidden subcommand).
+var DefaultSupervisorArgs = []string{SupervisorCommand}
+
+// SupervisorCommand is the hidden subcommand that runs SupervisorMain.
+const SupervisorCommand = "__supervise"
+
+// ptySize is the terminal size of TTY commands.
+var ptySize = pty.Winsize{Cols: 120, Rows: 40}
+
+// Metrics receives the process layer's measurements; the app adapts it to
+// Prometheus (processes_running, process_kills_total{reason},
+// process_orphans_killed_total). Implementations must be safe for
+// concurrent use.
+type Metrics interface {
+	// ProcessKilled counts one tree kill with its reason.
+	ProcessKilled(reason string)
+	// OrphansKilled counts descendants that had been re-parented to a
+	// supervisor (their parent was gone) and were killed with the tree.
+	OrphansKilled(n int)
+	// RunningChanged reports the number of live trees.
+	RunningChanged(n int)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) ProcessKilled(string) {}
+func (nopMetrics) OrphansKilled(int)    {}
+func (nopMetrics) RunningChanged(int)   {}
+
+var _ Metrics = nopMetrics{}
+
+// Options configures a Manager. The zero value of every field means its
+// default.
+type Options struct {
+	// SupervisorPath is the binary started as each command's supervisor;
+	// default os.Executable().
+	SupervisorPath string
+	// SupervisorArgs are its arguments; nil means DefaultSupervisorArgs.
+	SupervisorArgs []string
+	// SupervisorEnv is the supervisors' environment besides GOMAXPROCS=1
+	// (e.g. GOCOVERDIR in end-to-end tests); default none. It never
+	// reaches commands, and the server's own environment is not inherited.
+	SupervisorEnv []string
+	// SpoolDir holds the output spool files (created 0700 if missing);
+	// default $TMPDIR/devspace-output.
+	SpoolDir string
+	// Grace is how long a killed tree gets between SIGTERM and SIGKILL;
+	// default DefaultGrace.
+	Grace time.Duration
+	// MaxLive bounds live trees in all; MaxPerGroup per group (execution).
+	// Defaults DefaultMaxLive and DefaultMaxPerGroup.
+	MaxLive     int
+	MaxPerGroup int
+	// MaxSpoolBytes bounds the output all spools of this Manager retain
+	// until Remove; default DefaultMaxSpoolBytes.
+	MaxSpoolBytes int64
+	// StartTimeout bounds the supervisor handshake; default
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+	// IdleSupervisors is how many supervisors are kept started ahead of
+	// need, so that Start does not pay for starting the (large) server
+	// binary; default DefaultIdleSupervisors, negative for none. Each idle
+	// supervisor is a sleeping process with a few MiB of private memory.
+	IdleSupervisors int
+	// DisableCgroup turns off per-command cgroups even when a delegated
+	// cgroup v2 is writable.
+	DisableCgroup bool
+	// LogCommands allows command text in logs (DEVSPACE_LOG_SHELL_COMMANDS).
+	LogCommands bool
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+	// Metrics defaults to a no-op.
+	Metrics Metrics
+}
+
+// Manager owns every command process of the server: it starts them under
+// supervisors, enforces the live limits, and kills them on request and at
+// shutdown. It is safe for concurrent use.
+type Manager struct {
+	opts    Options
+	log     *slog.Logger
+	metrics Metrics
+	budget  spoolBudget
+	cgroup  string // parent cgroup directory; "" when cgroups are off
+
+	starting sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	idle      []*supervisorProc
+	refilling int
+	live      int
+	perGroup  map[string]int
+	procs     map[string]*Process
+}
+
+// New returns a Manager. It creates SpoolDir and probes cgroup v2
+// delegation (unless disabled).
+func New(opts Options) (*Manager, error) {
+	if opts.SupervisorPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the supervisor binary: %w", err)
+		}
+		opts.SupervisorPath = exe
+	}
+	if opts.SupervisorArgs == nil {
+		opts.SupervisorArgs = DefaultSupervisorArgs
+	}
+	if opts.SpoolDir == "" {
+		opts.SpoolDir = filepath.Join(os.TempDir(), "devspace-output")
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.MaxLive <= 0 {
+		opts.MaxLive = DefaultMaxLive
+	}
+	if opts.MaxPerGroup <= 0 {
+		opts.MaxPerGroup = DefaultMaxPerGroup
+	}
+	if opts.MaxSpoolBytes <= 0 {
+		opts.MaxSpoolBytes = DefaultMaxSpoolBytes
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.IdleSupervisors == 0 {
+		opts.IdleSupervisors = DefaultIdleSupervisors
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = nopMetrics{}
+	}
+	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the output spool directory: %w", err)
+	}
+	m := &Manager{
+		opts:     opts,
+		log:      opts.Logger.With("component", "process"),
+		metrics:  opts.Metrics,
+		budget:   spoolBudget{limit: opts.MaxSpoolBytes},
+		perGroup: make(map[string]int),
+		procs:    make(map[string]*Process),
+	}
+	if !opts.DisableCgroup {
+		dir, reason, err := cgroupParent()
+		if err == nil {
+			m.cgroup = dir
+		}
+		m.log.Info("process isolation", "cgroup", err == nil, "reason", reason)
+	}
+	go m.refill()
+	return m, nil
+}
+
+// CgroupEnabled reports whether commands get their own cgroup v2.
+func (m *Manager) CgroupEnabled() bool { return m.cgroup != "" }
+
+// Running returns the number of live trees.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live
+}
+
+// Start runs spec under a new supervisor, counted against group's limit.
+// It returns once the command has started (or failed to): ErrInvalidSpec,
+// ErrSpawn (nothing ran: phase not_started), ErrTooMany, ErrClosed. ctx
+// bounds only the start; the process outlives it (until it exits, its
+// Timeout, Kill, KillGroup or Shutdown).
+func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process, error) {
+	l, err := resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return nil, ErrClosed
+	case m.live >= m.opts.MaxLive:
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d running (at most %d)", ErrTooMany, m.live, m.opts.MaxLive)
+	case m.perGroup[group] >= m.opts.MaxPerGroup:
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w: %d running in this context (at most %d)", ErrTooMany, m.perGroup[group], m.opts.MaxPerGroup)
+	}
+	m.live++
+	m.perGroup[group]++
+	m.starting.Add(1)
+	m.mu.Unlock()
+	defer m.starting.Done()
+
+	p, err := m.start(ctx, group, l)
+	m.mu.Lock()
+	if err != nil {
+		m.unreserveLocked(group)
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.procs[p.id] = p
+	closed, live := m.closed, m.live
+	m.mu.Unlock()
+	m.metrics.RunningChanged(live)
+	p.startGoroutines(l)
+	if closed {
+		go p.Kill(ReasonShutdown)
+		return nil, ErrClosed
+	}
+	return p, nil
+}
+
+func (m *Manager) unreserveLocked(group string) {
+	m.live--
+	if m.perGroup[group]--; m.perGroup[group] <= 0 {
+		delete(m.perGroup, group)
+	}
+}
+
+// release forgets a process whose tree is gone.
+func (m *Manager) release(p *Process) {
+	m.mu.Lock()
+	if _, ok := m.procs[p.id]; !ok {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.procs, p.id)
+	m.unreserveLocked(p.group)
+	live := m.live
+	m.mu.Unlock()
+	m.metrics.RunningChanged(live)
+}
+
+// start prepares the command's stdio, assigns it to a supervisor and waits
+// for its report.
+func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process, err error) {
+	id := newID()
+	out := newSpool(filepath.Join(m.opts.SpoolDir, id+".out"), l.maxOutput, &m.budget)
+	var parentEnds, childEnds []*os.File
+	defer func() {
+		// Only the supervisor (and then the command) may hold the child
+		// ends: the output reaches EOF when the tree is gone.
+		for _, f := range childEnds {
+			_ = f.Close()
+		}
+		if err != nil {
+			for _, f := range parentEnds {
+				_ = f.Close()
+			}
+			_ = out.remove()
+		}
+	}()
+
+	var stdinChild, outChild, outR, stdinW *os.File
+	if l.tty {
+		master, slave, err := pty.Open()
+		if err != nil {
+			return nil, fmt.Errorf("%w: open a pty: %v", ErrSpawn, err)
+		}
+		childEnds = append(childEnds, slave)
+		_ = pty.Setsize(master, &ptySize)
+		// pty.Open leaves the master in blocking mode; a pollable copy lets
+		// Close interrupt a pending Read or Write.
+		pm, err := pollable(master)
+		if err != nil {
+			master.Close()
+			return nil, fmt.Errorf("%w: pty: %v", ErrSpawn, err)
+		}
+		parentEnds = append(parentEnds, pm)
+		stdinChild, outChild, outR, stdinW = slave, slave, pm, pm
+	} else {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("%w: output pipe: %v", ErrSpawn, err)
+		}
+		parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
+		outR, outChild = r, w
+		if l.closeIn && len(l.stdin) == 0 {
+			if stdinChild, err = os.Open(os.DevNull); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
+			}
+			childEnds = append(childEnds, stdinChild)
+		} else {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, fmt.Errorf("%w: stdin pipe: %v", ErrSpawn, err)
+			}
+			parentEnds, childEnds = append(parentEnds, w), append(childEnds, r)
+			stdinChild, stdinW = r, w
+		}
+	}
+
+	var cgroupDir string
+	if m.cgroup != "" {
+		cgroupDir = filepath.Join(m.cgroup, "devspace-"+id)
+	}
+	spec := supervisorSpec{
+		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: l.env, TTY: l.tty,
+		GraceMS: m.opts.Grace.Milliseconds(), Cgroup: cgroupDir,
+	}
+	var sup *supervisorProc
+	var ev event
+	for attempt := 0; sup == nil; attempt++ {
+		s, pooled, err := m.takeSupervisor()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
+		}
+		ev, err = s.assign(ctx, m.opts.StartTimeout, spec, stdinChild, outChild)
+		switch {
+		case errors.Is(err, errStaleSupervisor) && pooled && attempt == 0:
+			s.discard(false) // died while idle; nothing ran
+		case err == nil && ev.Event == evStarted:
+			sup = s
+		case err == nil && ev.Event == evSpawnError:
+			m.putSupervisor(s, ev.Reusable)
+			return nil, fmt.Errorf("%w: %s", ErrSpawn, ev.Error)
+		default:
+			// Closing the control socket makes a live supervisor kill
+			// whatever it may have started, and exit.
+			s.discard(false)
+			if err == nil {
+				err = errors.New("unexpected supervisor event")
+			}
+			m.log.Error("supervisor handshake failed", "process_id", id, "err", err, "stderr", s.stderr.String())
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("start: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("%w: supervisor failed: %v", ErrSpawn, err)
+		}
+	}
+	if !ev.Cgroup {
+		cgroupDir = ""
+	}
+	p := &Process{
+		id: id, group: group, m: m, grace: m.opts.Grace,
+		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir,
+		sup: sup, out: out, outR: outR, capKill: l.killOnCap,
+		exited: make(chan struct{}), outputDone: make(chan struct{}), done: make(chan struct{}),
+	}
+	p.log = m.log.With("process_id", id)
+	p.st = State{Status: StatusRunning, StartedAt: p.startedAt, TreeAlive: true}
+	if stdinW != nil {
+		p.stdin = newStdinQueue(stdinW, l.tty)
+	}
+	attrs := []any{"pid", p.pid, "tty", l.tty, "cgroup", cgroupDir != ""}
+	if m.opts.LogCommands {
+		attrs = append(attrs, "command", l.preview)
+	}
+	p.log.Info("process started", attrs...)
+	return p, nil
+}
+
+// startGoroutines starts output copying, stdin feeding, the timeout and
+// event handling of a started process.
+func (p *Process) startGoroutines(l launch) {
+	go p.readOutput()
+	if p.stdin != nil {
+		if len(l.stdin) > 0 {
+			_ = p.stdin.enqueue(l.stdin)
+		}
+		if l.closeIn {
+			p.stdin.close()
+		}
+		go p.stdin.run()
+	}
+	p.mu.Lock()
+	p.timer = time.AfterFunc(l.timeout, func() { _ = p.Kill(ReasonTimeout) })
+	p.mu.Unlock()
+	go p.readControl()
+}
+
+// pollable returns a non-blocking, poller-registered duplicate of f and
+// closes f.
+func pollable(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nfd int
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, derr = dupCloexec(int(fd))
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	_ = f.Close()
+	if err := syscall.SetNonblock(nfd, true); err != nil {
+		syscall.Close(nfd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(nfd), f.Name()), nil
+}
+
+func dupCloexec(fd int) (int, error) {
+	const fDupfdCloexec = 1030 // F_DUPFD_CLOEXEC
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), fDupfdCloexec, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
+
+// KillGroup kills every live process of group (an execution being closed
+// or revoked), concurrently, and returns how many trees it had to kill. It
+// blocks until they are gone or the Kill bound passes.
+func (m *Manager) KillGroup(group, reason string) int {
+	m.mu.Lock()
+	var ps []*Process
+	for _, p := range m.procs {
+		if p.group == group {
+			ps = append(ps, p)
+		}
+	}
+	m.mu.Unlock()
+	return killAll(ps, reason)
+}
+
+func killAll(ps []*Process, reason string) int {
+	var wg sync.WaitGroup
+	n := 0
+	for _, p := range ps {
+		if p.requestKill(reason) {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.Kill(reason)
+		}()
+	}
+	wg.Wait()
+	return n
+}
+
+// Shutdown refuses new processes and kills every live tree (reason
+// "shutdown"), waiting until all are gone or ctx is done (returning ctx's
+// error). It is idempotent: a second call waits for the same trees.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.drainIdle()
+	m.starting.Wait() // a Start in flight registers its process first
+	m.mu.Lock()
+	ps := make([]*Process, 0, len(m.procs))
+	for _, p := range m.procs {
+		ps = append(ps, p)
+	}
+	m.mu.Unlock()
+	for _, p := range ps {
+		p.requestKill(ReasonShutdown)
+	}
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package process
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSupervisorReuse runs commands back to back on one pooled supervisor
+// while the previous command's handle is still being interrupted and
+// killed: those late requests must never reach the next command.
+func TestSupervisorReuse(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 1}, false)
+	reused := 0
+	for i := 0; i < 20; i++ {
+		first := startT(t, m, Spec{Program: "true", Dir: "/"})
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = first.Interrupt()
+				first.requestKill("close")
+			}
+		}()
+		waitDone(t, first, 5*time.Second)
+		marker := newMarker()
+		second := startT(t, m, Spec{Program: "sleep", Args: []string{"1000"}, Dir: "/", Env: markerEnv(marker)})
+		time.Sleep(20 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if st := second.State(); st.Status != StatusRunning {
+			t.Fatalf("iteration %d: a request for the previous command reached this one: %+v", i, st)
+		}
+		if second.sup == first.sup {
+			reused++
+		}
+		if err := second.Kill("close"); err != nil {
+			t.Fatal(err)
+		}
+		assertGone(t, marker)
+	}
+	if reused < 10 {
+		t.Errorf("the same supervisor served both commands in only %d of 20 rounds", reused)
+	}
+}
+
+func TestIdleSupervisorDied(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 1}, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m.mu.Lock()
+		n := len(m.idle)
+		m.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never filled")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	m.mu.Lock()
+	idle := m.idle[0]
+	m.mu.Unlock()
+	if err := idle.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	p := startT(t, m, Spec{Program: "true", Dir: "/"})
+	if st := waitExit(t, p, 10*time.Second); *st.ExitCode != 0 {
+		t.Errorf("state %+v", st)
+	}
+	waitDone(t, p, 5*time.Second)
+	assertNoZombies(t)
+}
+
+func TestNoPool(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: -1}, false)
+	for i := 0; i < 3; i++ {
+		p := startT(t, m, Spec{Program: "true", Dir: "/"})
+		waitDone(t, p, 10*time.Second)
+	}
+	m.mu.Lock()
+	n := len(m.idle)
+	m.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d idle supervisors with the pool off", n)
+	}
+	assertNoZombies(t)
+}
+
+// TestSupervisorKilledByCommand: a command that SIGKILLs its own supervisor
+// loses its main process (Pdeathsig) and its process group (the server's
+// fallback); the state says so.
+func TestSupervisorKilledByCommand(t *testing.T) {
+	m := newTestManager(t, Options{}, false)
+	marker := newMarker()
+	p := startT(t, m, Spec{Shell: true, Command: "sleep 1000 & sleep 1000 & sleep 0.2; kill -9 $PPID; wait", Env: markerEnv(marker)})
+	waitDone(t, p, 10*time.Second)
+	assertGone(t, marker)
+	st := p.State()
+	if st.Status != StatusKilled || st.KillReason != ReasonSupervisorLost {
+		t.Errorf("state %+v", st)
+	}
+	// The Manager stays usable.
+	q := startT(t, m, Spec{Program: "true", Dir: "/"})
+	waitDone(t, q, 10*time.Second)
+}
+
+func TestStartContextCanceled(t *testing.T) {
+	m := newTestManager(t, Options{}, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := m.Start(ctx, "g", Spec{Program: "sleep", Args: []string{"1000"}, Dir: "/"})
+	if err == nil {
+		// The handshake may have completed before the deadline applied.
+		_ = p.Kill("close")
+		return
+	}
+	if m.Running() != 0 {
+		t.Errorf("Running = %d after a failed start", m.Running())
+	}
+}

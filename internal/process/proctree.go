@@ -1,0 +1,88 @@
+package process
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// procEntry is one process as /proc/<pid>/stat describes it.
+type procEntry struct {
+	pid   int
+	ppid  int
+	state byte // 'R', 'S', 'Z', …
+}
+
+// readProcStat parses /proc/<pid>/stat. The command name (field 2) may
+// contain spaces and parentheses, so the fields are taken after the last ')'.
+func readProcStat(pid int) (procEntry, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procEntry{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+4 >= len(b) {
+		return procEntry{}, false
+	}
+	rest := bytes.Fields(b[i+1:])
+	if len(rest) < 2 || len(rest[0]) != 1 {
+		return procEntry{}, false
+	}
+	ppid, err := strconv.Atoi(string(rest[1]))
+	if err != nil {
+		return procEntry{}, false
+	}
+	return procEntry{pid: pid, ppid: ppid, state: rest[0][0]}, true
+}
+
+// listProcs returns every process (thread-group leader) visible in /proc.
+func listProcs() []procEntry {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]procEntry, 0, len(names))
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if e, ok := readProcStat(pid); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// descendantsOf returns every process whose parent chain leads to root,
+// root itself excluded. Because the supervisor is a child subreaper, a
+// descendant whose parent died (setsid daemons, double forks) is re-parented
+// to the supervisor and so stays in this set.
+func descendantsOf(root int) []procEntry {
+	all := listProcs()
+	children := make(map[int][]int, len(all))
+	byPID := make(map[int]procEntry, len(all))
+	for _, e := range all {
+		children[e.ppid] = append(children[e.ppid], e.pid)
+		byPID[e.pid] = e
+	}
+	var out []procEntry
+	queue := append([]int(nil), children[root]...)
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, byPID[pid])
+		queue = append(queue, children[pid]...)
+	}
+	return out
+}

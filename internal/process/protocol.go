@@ -1,0 +1,75 @@
+package process
+
+// The server and a supervisor talk over a Unix stream socketpair that the
+// supervisor inherits as fd 3. A supervisor may be started ahead of need
+// (the Manager keeps a few idle ones, because starting a large Go binary
+// costs milliseconds); it then blocks until it is assigned a command:
+//
+//  1. server → supervisor: one byte carrying, as SCM_RIGHTS, the command's
+//     stdin (a pipe read end, /dev/null or the pty slave) and its stdout and
+//     stderr (a pipe write end or the pty slave);
+//  2. server → supervisor: supervisorSpec as one JSON line, then requests,
+//     one JSON object per line;
+//  3. supervisor → server: events, one JSON object per line (started or
+//     spawn_error, exit, done).
+//
+// The supervisor hands the two descriptors to the command and closes its
+// copies, so the output pipe reaches EOF exactly when the last process of
+// the tree holding it is gone. EOF on the socket while idle makes the
+// supervisor exit; EOF during a command means the server died, and the
+// supervisor kills the tree first.
+//
+// After done (or spawn_error) with reusable set, the supervisor is idle
+// again and waits for step 1; the server sends nothing more for the old
+// command, and stray bytes that raced with done are discarded.
+const ctlFD = 3
+
+// supervisorSpec is the first line the server writes: what to run.
+type supervisorSpec struct {
+	ID      string   `json:"id"`
+	Path    string   `json:"path"` // absolute, resolved by the server
+	Argv    []string `json:"argv"`
+	Dir     string   `json:"dir"`
+	Env     []string `json:"env"`
+	TTY     bool     `json:"tty,omitempty"`
+	GraceMS int64    `json:"grace_ms"`
+	// Cgroup, when set, is the cgroup v2 directory to create for the
+	// command; the supervisor falls back to signals alone when it cannot.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// request operations.
+const (
+	opSignal = "signal" // deliver Signal to the whole tree
+	opKill   = "kill"   // SIGTERM, GraceMS, then SIGKILL until the tree is gone
+)
+
+type request struct {
+	Op      string `json:"op"`
+	Signal  int    `json:"signal,omitempty"`
+	GraceMS int64  `json:"grace_ms,omitempty"`
+}
+
+// event kinds.
+const (
+	evStarted    = "started"
+	evSpawnError = "spawn_error"
+	evExit       = "exit" // the command's main process ended
+	evDone       = "done" // no process of the tree remains; the supervisor exits
+)
+
+type event struct {
+	Event  string `json:"event"`
+	PID    int    `json:"pid,omitempty"`
+	Cgroup bool   `json:"cgroup,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Code   *int   `json:"code,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	// Done on an exit event means the tree was already empty.
+	Done bool `json:"done,omitempty"`
+	// Orphans counts re-parented descendants the supervisor had to kill.
+	Orphans int `json:"orphans,omitempty"`
+	// Reusable on done or spawn_error: the supervisor waits for another
+	// command instead of exiting.
+	Reusable bool `json:"reusable,omitempty"`
+}

@@ -1,0 +1,95 @@
+package process
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+)
+
+// secretPattern is one credential format DetectSecret recognizes. check,
+// when set, vets the submatch (group 1) to keep false positives down.
+type secretPattern struct {
+	kind  string
+	re    *regexp.Regexp
+	check func(string) bool
+}
+
+// secretPatterns lists the detected formats, most specific first. Each one
+// is either a vendor prefix with a fixed alphabet and length, or a keyword
+// followed by a random-looking value; placeholders such as $TOKEN,
+// ${TOKEN}, <token> or YOUR_TOKEN never match.
+//
+// Deliberately not detected: generic `password=…`, `-p…`, `secret: …`
+// assignments and URL credentials that look like words (postgres:postgres).
+// They are too often variable references, test fixtures or local defaults,
+// and a false positive refuses a legitimate command.
+var secretPatterns = []secretPattern{
+	{kind: "private_key", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,512}?[A-Za-z0-9+/=]{40}`)},
+	{kind: "aws_access_key_id", re: regexp.MustCompile(`\b((?:AKIA|ASIA)[0-9A-Z]{16})\b`)},
+	{kind: "aws_secret_access_key", re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`), check: randomLooking},
+	{kind: "github_token", re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
+	{kind: "github_token", re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,255}`)},
+	{kind: "gitlab_token", re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+	{kind: "slack_token", re: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
+	{kind: "slack_webhook", re: regexp.MustCompile(`https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{8,}`)},
+	{kind: "openai_api_key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,}`)},
+	{kind: "anthropic_api_key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{80,}`)},
+	{kind: "stripe_secret_key", re: regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{20,}`)},
+	{kind: "google_api_key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}(?:[^0-9A-Za-z_-]|$)`)},
+	{kind: "npm_token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
+	{kind: "authorization_bearer", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)`), check: randomLooking},
+	{kind: "authorization_basic", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})`), check: basicCredential},
+	{kind: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	{kind: "url_credentials", re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@`), check: func(p string) bool {
+		return len(p) >= 12 && randomLooking(p)
+	}},
+}
+
+// DetectSecret reports whether s contains a literal credential and, if so,
+// its kind: private_key (a PEM private-key block with key material),
+// aws_access_key_id (AKIA/ASIA + 16), aws_secret_access_key (after its
+// keyword), github_token (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_),
+// gitlab_token (glpat-), slack_token (xoxa-/xoxb-/xoxp-/xoxr-),
+// slack_webhook, openai_api_key, anthropic_api_key, stripe_secret_key,
+// google_api_key, npm_token, authorization_bearer and authorization_basic
+// (an `Authorization:` header with a random-looking value), jwt, and
+// url_credentials (scheme://user:password@ with a long random-looking
+// password). It never returns the secret itself. Safe for concurrent use.
+func DetectSecret(s string) (kind string, found bool) {
+	for _, p := range secretPatterns {
+		for _, m := range p.re.FindAllStringSubmatch(s, 8) {
+			if p.check == nil || (len(m) > 1 && p.check(m[1])) {
+				return p.kind, true
+			}
+		}
+	}
+	return "", false
+}
+
+// randomLooking accepts values that mix letters and digits, which real keys
+// do and placeholders (YOUR_API_TOKEN_HERE, xxxxxxxx) do not.
+func randomLooking(v string) bool {
+	var letters, digits bool
+	for _, r := range v {
+		switch {
+		case r >= '0' && r <= '9':
+			digits = true
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+			letters = true
+		}
+	}
+	return letters && digits
+}
+
+// basicCredential accepts a base64 value that decodes to user:password.
+func basicCredential(v string) bool {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "="))
+		if err != nil {
+			return false
+		}
+	}
+	user, pass, ok := strings.Cut(string(b), ":")
+	return ok && user != "" && pass != ""
+}

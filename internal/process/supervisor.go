@@ -1,0 +1,460 @@
+package process
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// maxSupervisorJobs bounds how many commands one supervisor runs before it
+// exits and a fresh one takes its place.
+const maxSupervisorJobs = 1000
+
+// SupervisorMain runs a command supervisor and returns its exit status. The
+// server starts it (as `devspace __supervise`, wired by the CLI) with the
+// control socket on fd 3; it is not meant to be run by hand, and args must
+// be empty. It waits idle until the server assigns it a command, and after
+// a command's tree is gone it may wait for the next one (see protocol.go).
+//
+// For each command the supervisor, a child subreaper, starts the command in
+// its own process group (its own session under a pty), reaps every process
+// of the tree (orphans re-parent to it), reports the command's exit, and on
+// a kill request, on SIGTERM/SIGINT/SIGHUP, or when the control socket
+// reaches EOF because the server died, kills the whole tree: SIGTERM (and
+// SIGCONT), the grace period, then SIGKILL to the process group, to every
+// descendant found in /proc and through cgroup.kill when the command has a
+// cgroup, repeated until no descendant remains.
+func SupervisorMain(args []string) int {
+	if len(args) != 0 {
+		fmt.Fprintln(os.Stderr, "devspace: __supervise is internal and takes no arguments")
+		return 2
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		fmt.Fprintln(os.Stderr, "devspace: __supervise is internal: it runs only as a child of devspace serve")
+		return 2
+	}
+	// The thread that forks a command must outlive it (Pdeathsig is tied to
+	// the parent thread), and the main goroutine never exits.
+	runtime.LockOSThread()
+	syscall.CloseOnExec(ctlFD)
+	const prSetChildSubreaper = 36
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		fmt.Fprintln(os.Stderr, "devspace: cannot become a child subreaper:", e)
+		return 1
+	}
+	// Non-blocking, so that the per-command request reader can be stopped
+	// with a deadline when the supervisor returns to idle.
+	if err := syscall.SetNonblock(ctlFD, true); err != nil {
+		return 1
+	}
+	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control")}
+	for jobs := 1; ; jobs++ {
+		stdin, output, err := s.receiveStdio()
+		if err != nil {
+			return 0 // EOF: the server drained its pool, or died
+		}
+		if !s.job(stdin, output, jobs < maxSupervisorJobs) {
+			return 0
+		}
+	}
+}
+
+type supervisor struct {
+	self int
+	ctl  *os.File
+	wmu  sync.Mutex
+
+	// Per command:
+	spec         supervisorSpec
+	mainPID      int
+	cgroupDir    string // "" when the command has no cgroup
+	mainExited   bool
+	mainStatus   syscall.WaitStatus
+	exitReported bool
+	empty        bool // wait4 returned ECHILD: no process of the tree remains
+	orphans      map[int]bool
+}
+
+func (s *supervisor) send(ev event) {
+	b, _ := json.Marshal(ev)
+	b = append(b, '\n')
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.ctl.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, _ = s.ctl.Write(b) // the server may be gone; the tree is killed anyway
+}
+
+// receiveStdio waits, idle, for the command's stdin and output
+// descriptors. Bytes without descriptors (requests that raced with the end
+// of the previous command) are discarded: the kernel never reads past the
+// message that carries descriptors, so the spec that follows stays unread.
+func (s *supervisor) receiveStdio() (stdin, output int, err error) {
+	rc, err := s.ctl.SyscallConn()
+	if err != nil {
+		return -1, -1, err
+	}
+	buf := make([]byte, 4<<10)
+	oob := make([]byte, syscall.CmsgSpace(2*4))
+	for {
+		var n, oobn int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_CMSG_CLOEXEC)
+			return rerr != syscall.EAGAIN
+		}); err != nil {
+			return -1, -1, err
+		}
+		if rerr == syscall.EINTR {
+			continue
+		}
+		if rerr != nil {
+			return -1, -1, rerr
+		}
+		if n == 0 {
+			return -1, -1, io.EOF
+		}
+		if oobn == 0 {
+			continue
+		}
+		msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return -1, -1, errors.New("malformed descriptors")
+		}
+		fds, err := syscall.ParseUnixRights(&msgs[0])
+		if err != nil {
+			return -1, -1, err
+		}
+		if len(fds) != 2 {
+			for _, fd := range fds {
+				syscall.Close(fd)
+			}
+			return -1, -1, errors.New("expected two descriptors")
+		}
+		return fds[0], fds[1], nil
+	}
+}
+
+// job runs one command to the end of its tree. It reports whether the
+// supervisor may wait for another command.
+func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
+	s.spec = supervisorSpec{}
+	s.mainPID, s.cgroupDir, s.orphans = 0, "", nil
+	s.mainExited, s.exitReported, s.empty = false, false, false
+
+	rd := bufio.NewReaderSize(s.ctl, 16<<10)
+	line, err := readLine(rd, maxSpecBytes)
+	if err == nil {
+		err = json.Unmarshal(line, &s.spec)
+	}
+	if err != nil {
+		syscall.Close(stdin)
+		syscall.Close(output)
+		s.send(event{Event: evSpawnError, Error: "invalid supervisor request"})
+		return false
+	}
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Between commands an idle supervisor keeps the default dispositions:
+	// SIGTERM ends it.
+	defer signal.Reset(syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+
+	err = s.spawn(stdin, output)
+	syscall.Close(stdin)
+	syscall.Close(output)
+	if err != nil {
+		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
+		return mayReuse
+	}
+	s.send(event{Event: evStarted, PID: s.mainPID, Cgroup: s.cgroupDir != ""})
+
+	reqs := make(chan request, 4)
+	eof := make(chan struct{})      // the server closed the socket
+	stopping := make(chan struct{}) // the tree is gone: drop requests
+	quit := make(chan struct{})     // the reader stopped
+	go func() {
+		defer close(quit)
+		for {
+			line, err := readLine(rd, 64<<10)
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					close(eof)
+				}
+				return
+			}
+			var r request
+			if json.Unmarshal(line, &r) != nil {
+				continue
+			}
+			select {
+			case reqs <- r:
+			case <-stopping:
+			}
+		}
+	}()
+
+	grace := time.Duration(s.spec.GraceMS) * time.Millisecond
+	serverGone, signaled := false, false
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.reap()
+		if s.empty {
+			break
+		}
+		select {
+		case sig := <-sigc:
+			if sig != syscall.SIGCHLD {
+				signaled = true
+				s.killTree(sigc, grace)
+			}
+		case r := <-reqs:
+			switch r.Op {
+			case opSignal:
+				s.signalTree(syscall.Signal(r.Signal))
+			case opKill:
+				s.killTree(sigc, time.Duration(r.GraceMS)*time.Millisecond)
+			}
+		case <-eof:
+			// The server is gone: nobody may outlive it.
+			serverGone = true
+			s.killTree(sigc, grace)
+		case <-tick.C:
+		}
+	}
+	if s.cgroupDir != "" {
+		_ = cgroupRemove(s.cgroupDir, 2*time.Second)
+	}
+	// Stop the request reader before reporting, so that it cannot consume
+	// the next assignment.
+	close(stopping)
+	_ = s.ctl.SetReadDeadline(time.Now())
+	<-quit
+	_ = s.ctl.SetReadDeadline(time.Time{})
+	select {
+	case <-eof:
+		serverGone = true
+	default:
+	}
+	reuse := mayReuse && !serverGone && !signaled
+	s.send(event{Event: evDone, Orphans: len(s.orphans), Reusable: reuse})
+	return reuse
+}
+
+// spawn starts the command, in its own cgroup when asked and possible.
+func (s *supervisor) spawn(stdin, output int) error {
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.spec.TTY {
+		attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
+	} else {
+		attr.Setpgid = true
+	}
+	pa := &syscall.ProcAttr{
+		Dir:   s.spec.Dir,
+		Env:   s.spec.Env,
+		Files: []uintptr{uintptr(stdin), uintptr(output), uintptr(output)},
+		Sys:   attr,
+	}
+	if s.spec.Cgroup != "" {
+		if fd, ok := s.makeCgroup(); ok {
+			attr.UseCgroupFD, attr.CgroupFD = true, fd
+			pid, err := syscall.ForkExec(s.spec.Path, s.spec.Argv, pa)
+			syscall.Close(fd)
+			if err == nil {
+				s.mainPID = pid
+				return nil
+			}
+			_ = os.Remove(s.cgroupDir)
+			s.cgroupDir = ""
+			attr.UseCgroupFD, attr.CgroupFD = false, 0
+			if !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.EACCES) &&
+				!errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EINVAL) &&
+				!errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
+				return err
+			}
+			// The cgroup was refused (not the program): retry without one.
+		}
+	}
+	pid, err := syscall.ForkExec(s.spec.Path, s.spec.Argv, pa)
+	if err != nil {
+		return err
+	}
+	s.mainPID = pid
+	return nil
+}
+
+func (s *supervisor) makeCgroup() (int, bool) {
+	dir := s.spec.Cgroup
+	if !filepath.IsAbs(dir) {
+		return 0, false
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return 0, false
+	}
+	const oPath = 0x200000 // O_PATH
+	fd, err := syscall.Open(dir, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(dir)
+		return 0, false
+	}
+	s.cgroupDir = dir
+	return fd, true
+}
+
+// reap collects every exited child without blocking and records whether
+// the tree is empty. It reports the main process's exit once.
+func (s *supervisor) reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.ECHILD {
+			s.empty = true
+			break
+		}
+		if err != nil || pid <= 0 {
+			break
+		}
+		if pid == s.mainPID {
+			s.mainExited, s.mainStatus = true, ws
+		}
+	}
+	if s.mainExited && !s.exitReported {
+		s.exitReported = true
+		ev := event{Event: evExit, Done: s.empty}
+		if s.mainStatus.Signaled() {
+			ev.Signal = int(s.mainStatus.Signal())
+		} else {
+			code := s.mainStatus.ExitStatus()
+			ev.Code = &code
+		}
+		s.send(ev)
+	}
+}
+
+// signalTree delivers sig to the command's process group and to every
+// descendant (setsid'd ones have left the group but not the tree).
+func (s *supervisor) signalTree(sig syscall.Signal) {
+	// Scan first: the group signal may turn descendants into zombies
+	// before they could be counted.
+	procs := descendantsOf(s.self)
+	if s.mainPID > 0 {
+		// A process group ID is never reused while the group has members,
+		// so this reaches only the command's group.
+		_ = syscall.Kill(-s.mainPID, sig)
+	}
+	for _, p := range procs {
+		if p.state == 'Z' {
+			continue
+		}
+		if (sig == syscall.SIGKILL || sig == syscall.SIGTERM) && p.ppid == s.self && p.pid != s.mainPID {
+			if s.orphans == nil {
+				s.orphans = make(map[int]bool)
+			}
+			s.orphans[p.pid] = true
+		}
+		_ = syscall.Kill(p.pid, sig)
+	}
+}
+
+// killTree terminates the whole tree: SIGTERM and SIGCONT, up to grace for
+// it to exit, then SIGKILL rounds until wait4 reports no child left. A
+// process with a pending SIGKILL cannot fork, so every round shrinks the
+// set of processes that can still create new ones.
+func (s *supervisor) killTree(sigc <-chan os.Signal, grace time.Duration) {
+	s.reap()
+	if s.empty {
+		return
+	}
+	s.signalTree(syscall.SIGTERM)
+	s.signalTree(syscall.SIGCONT)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		s.reap()
+		if s.empty {
+			return
+		}
+		s.pause(sigc, min(10*time.Millisecond, time.Until(deadline)))
+	}
+	for {
+		if s.cgroupDir != "" {
+			_ = cgroupKill(s.cgroupDir)
+		}
+		s.signalTree(syscall.SIGKILL)
+		s.reap()
+		if s.empty {
+			return
+		}
+		s.pause(sigc, 5*time.Millisecond)
+	}
+}
+
+// pause waits for a signal (SIGCHLD usually) or d.
+func (s *supervisor) pause(sigc <-chan os.Signal, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-sigc:
+	case <-t.C:
+	}
+}
+
+const maxSpecBytes = 8 << 20
+
+// readLine reads one newline-terminated line of at most limit bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > limit {
+			return nil, errors.New("line too long")
+		}
+		if err == nil {
+			return buf[:len(buf)-1], nil
+		}
+		if err != bufio.ErrBufferFull {
+			if err == io.EOF && len(buf) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+}
+
+// spawnMessage turns an exec error into a message without host paths.
+func spawnMessage(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return "the program or the working directory does not exist"
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return "permission denied"
+	case errors.Is(err, syscall.ENOEXEC):
+		return "the program is not an executable this system can run"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a path component is not a directory"
+	case errors.Is(err, syscall.E2BIG):
+		return "the argument list and environment are too long"
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOMEM):
+		return "the system cannot create more processes now"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "the command could not be started"
+}

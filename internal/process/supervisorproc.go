@@ -1,0 +1,201 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// supervisorProc is the server's handle on one supervisor process, idle
+// (in the pool) or assigned to a command.
+type supervisorProc struct {
+	cmd    *exec.Cmd
+	conn   *net.UnixConn
+	rd     *bufio.Reader
+	stderr *limitedBuffer
+}
+
+// launchSupervisor starts a supervisor that waits for its command.
+func (m *Manager) launchSupervisor() (*supervisorProc, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	srv := os.NewFile(uintptr(fds[0]), "devspace-control")
+	child := os.NewFile(uintptr(fds[1]), "devspace-control-child")
+	defer child.Close()
+	conn, err := net.FileConn(srv) // dups the descriptor
+	srv.Close()
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	stderr := &limitedBuffer{max: 8 << 10}
+	cmd := exec.Command(m.opts.SupervisorPath, m.opts.SupervisorArgs...)
+	// The supervisor needs nothing from the server's environment (which
+	// may hold secrets); the command's environment travels in the spec.
+	cmd.Env = append([]string{"GOMAXPROCS=1"}, m.opts.SupervisorEnv...)
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{child}
+	cmd.Stderr = stderr
+	// Its own process group: a terminal's Ctrl-C reaches the server, which
+	// shuts down in order, not every supervisor at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("start the supervisor: %w", err)
+	}
+	uc := conn.(*net.UnixConn)
+	return &supervisorProc{cmd: cmd, conn: uc, rd: bufio.NewReaderSize(uc, 4<<10), stderr: stderr}, nil
+}
+
+// discard closes the socket of a supervisor that has no tree (an idle one
+// exits on EOF; an assigned one kills its tree first) and reaps it.
+func (s *supervisorProc) discard(wait bool) {
+	_ = s.conn.Close()
+	if wait {
+		_ = s.cmd.Wait()
+		return
+	}
+	go func() { _ = s.cmd.Wait() }()
+}
+
+// refillDelay is how long an empty pool waits before starting supervisors.
+const refillDelay = 50 * time.Millisecond
+
+// errStaleSupervisor means an idle supervisor was gone before it received
+// its command; a fresh one may be tried, nothing ran.
+var errStaleSupervisor = errors.New("idle supervisor is gone")
+
+// assign hands the command's stdio and spec to the supervisor and returns
+// its first event (started or spawn_error).
+func (s *supervisorProc) assign(ctx context.Context, bound time.Duration, spec supervisorSpec, stdin, output *os.File) (event, error) {
+	deadline := time.Now().Add(bound)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = s.conn.SetDeadline(deadline)
+	defer s.conn.SetDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	// Fd puts the descriptors in blocking mode, which is what the command
+	// expects of its stdio.
+	rights := syscall.UnixRights(int(stdin.Fd()), int(output.Fd()))
+	if _, _, err := s.conn.WriteMsgUnix([]byte{'F'}, rights, nil); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			return event{}, errStaleSupervisor
+		}
+		return event{}, err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return event{}, err
+	}
+	if _, err := s.conn.Write(append(b, '\n')); err != nil {
+		return event{}, fmt.Errorf("send spec: %w", err)
+	}
+	line, err := readLine(s.rd, 64<<10)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return event{}, errors.New("supervisor exited during start")
+		}
+		return event{}, err
+	}
+	var ev event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return event{}, err
+	}
+	return ev, nil
+}
+
+// takeSupervisor returns an idle supervisor, or a new one when the pool is
+// empty. Supervisors come back to the pool when their command's tree is
+// gone (putSupervisor), so the pool is refilled in the background only
+// once it runs dry.
+func (m *Manager) takeSupervisor() (*supervisorProc, bool, error) {
+	m.mu.Lock()
+	var s *supervisorProc
+	if n := len(m.idle); n > 0 {
+		s = m.idle[n-1] // the most recently used one is the warmest
+		m.idle = m.idle[:n-1]
+	}
+	empty := len(m.idle) == 0
+	m.mu.Unlock()
+	if empty {
+		// A supervisor whose command just ended usually comes back first;
+		// only a pool still empty a moment later needs a new one.
+		time.AfterFunc(refillDelay, m.refill)
+	}
+	if s != nil {
+		return s, true, nil
+	}
+	s, err := m.launchSupervisor()
+	return s, false, err
+}
+
+// putSupervisor returns a supervisor whose command is over to the pool, or
+// stops it when it may not be reused or the pool is full.
+func (m *Manager) putSupervisor(s *supervisorProc, reusable bool) {
+	m.mu.Lock()
+	if reusable && !m.closed && len(m.idle) < m.opts.IdleSupervisors {
+		m.idle = append(m.idle, s)
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	s.discard(true)
+}
+
+// refill starts supervisors until the pool holds Options.IdleSupervisors.
+func (m *Manager) refill() {
+	for {
+		m.mu.Lock()
+		if m.closed || len(m.idle)+m.refilling >= m.opts.IdleSupervisors {
+			m.mu.Unlock()
+			return
+		}
+		m.refilling++
+		m.mu.Unlock()
+		s, err := m.launchSupervisor()
+		m.mu.Lock()
+		m.refilling--
+		if err != nil {
+			m.mu.Unlock()
+			m.log.Warn("cannot pre-start a supervisor", "err", err)
+			return
+		}
+		if m.closed {
+			m.mu.Unlock()
+			s.discard(true)
+			return
+		}
+		m.idle = append(m.idle, s)
+		m.mu.Unlock()
+	}
+}
+
+// drainIdle stops every idle supervisor.
+func (m *Manager) drainIdle() {
+	m.mu.Lock()
+	idle := m.idle
+	m.idle = nil
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range idle {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.discard(true)
+		}()
+	}
+	wg.Wait()
+}
