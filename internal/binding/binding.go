@@ -8,8 +8,6 @@ package binding
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"slices"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/instructions"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -203,7 +202,7 @@ func (s *Service) createExecution(ctx context.Context, c Caller, root project.Ro
 	if err != nil {
 		return nil, err
 	}
-	e := &store.Execution{ID: newID("exe_"), GrantID: c.GrantID, ClientID: c.ClientID, ProjectRef: root.Ref,
+	e := &store.Execution{ID: ids.New("exe_", 16), GrantID: c.GrantID, ClientID: c.ClientID, ProjectRef: root.Ref,
 		RootFingerprint: fp, GrantEpoch: c.GrantEpoch, GlobalEpoch: c.GlobalEpoch, Scopes: c.Scopes,
 		SessionRef: c.SessionRef, ActorRef: c.ActorRef, InstructionsRevision: set.Revision,
 		InstructionsPending: len(set.Pages) > 1}
@@ -384,14 +383,6 @@ func (s *Service) CloseRemovedProjects(ctx context.Context) error {
 		s.opts.OnClose(ctx, ids, "project_removed")
 	}
 	return nil
-}
-
-func newID(prefix string) string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Interrupt sends an interrupt to the running processes of the caller's

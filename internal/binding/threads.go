@@ -2,13 +2,12 @@ package binding
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -75,7 +74,7 @@ func (n *notifier) wake(ref string) {
 
 func (s *Service) createThread(ctx context.Context, e *store.Execution, data map[string]any) error {
 	b, _ := json.Marshal(data)
-	t := &store.Thread{Ref: newThreadRef(), ExecutionID: e.ID, GrantID: e.GrantID, ActorRef: e.ActorRef, ProjectRef: e.ProjectRef}
+	t := &store.Thread{Ref: ids.New("thr_", 12), ExecutionID: e.ID, GrantID: e.GrantID, ActorRef: e.ActorRef, ProjectRef: e.ProjectRef}
 	return s.opts.Store.CreateThread(ctx, t, "opened", string(b))
 }
 
@@ -206,12 +205,4 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 	s.notify.wake(ref)
 	v := s.view(updated)
 	return &v, nil
-}
-
-func newThreadRef() string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return "thr_" + base64.RawURLEncoding.EncodeToString(b[:])
 }

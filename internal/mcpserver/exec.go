@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -101,14 +100,6 @@ func (t *procTable) dropExec(execID string) []*procEntry {
 	}
 	t.mu.Unlock()
 	return es
-}
-
-func newRef(prefix string) string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // ---- exec_command ----
@@ -326,7 +317,7 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 		if in.Shell {
 			mode = "shell"
 		}
-		entry := &procEntry{p: p, ref: newRef("prc_"), outputRef: newRef("out_"), grantID: c.caller.GrantID, execID: e.ID,
+		entry := &procEntry{p: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
 			sessionRef: c.caller.SessionRef, mode: mode, dir: dir}
 		s.procs.add(entry)
 		go s.afterExit(entry, lease)

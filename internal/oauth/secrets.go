@@ -2,13 +2,13 @@ package oauth
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
+
+	"github.com/devspace-dev/devspace/internal/ids"
 )
 
 // Credential prefixes make leaked values recognisable to secret scanners.
@@ -23,23 +23,11 @@ const (
 
 // randomValue returns prefix + base64url(32 bytes from crypto/rand): 256
 // bits, replacing the library's UUID-based generators (~122 bits).
-func randomValue(prefix string) string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error()) // never happens on Linux
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
-}
+func randomValue(prefix string) string { return ids.New(prefix, 32) }
 
 // randomID returns a shorter random identifier (128 bits) for rows that are
 // not secrets by themselves.
-func randomID(prefix string) string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
-}
+func randomID(prefix string) string { return ids.New(prefix, 16) }
 
 // hashSecret returns the hex SHA-256 of a credential; only this is stored.
 func hashSecret(v string) string {

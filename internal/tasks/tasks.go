@@ -5,8 +5,6 @@ package tasks
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -152,7 +151,7 @@ func (s *Service) save(ctx context.Context, e *store.Execution, r SaveRequest) (
 		if r.IfMatch != nil {
 			return nil, ErrIfMatchUnexpected
 		}
-		t := &store.Task{Ref: newRef(), ProjectRef: e.ProjectRef, Title: r.Title, Progress: r.Progress, Status: r.Status}
+		t := &store.Task{Ref: ids.New("tsk_", 12), ProjectRef: e.ProjectRef, Title: r.Title, Progress: r.Progress, Status: r.Status}
 		if err := s.st.CreateTask(ctx, t, e.ID, limits); err != nil {
 			if errors.Is(err, store.ErrTaskCapacity) {
 				return nil, ErrCapacity
@@ -213,12 +212,4 @@ func (s *Service) List(ctx context.Context, projectRef string) ([]Summary, error
 // Counts returns resumable Task counts per projectRef.
 func (s *Service) Counts(ctx context.Context, refs []string) (map[string]int, error) {
 	return s.st.CountResumableTasks(ctx, refs)
-}
-
-func newRef() string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return "tsk_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
