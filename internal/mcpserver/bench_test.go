@@ -2,8 +2,12 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,4 +71,51 @@ func BenchmarkListProjects(b *testing.B) {
 		defer cs.Close()
 		run(b, cs)
 	})
+}
+
+// BenchmarkReadFiles compares read_files through the whole stack (HTTP,
+// bearer check, strict decoding, binding re-check, root lock, stable read
+// with hashing, instruction delta) with reading the same file directly in
+// Go, side by side.
+func BenchmarkReadFiles(b *testing.B) {
+	ctx := context.Background()
+	env := apptest.Start(b, apptest.Options{Projects: []string{"alpha"}})
+	for _, size := range []int{4 << 10, 1 << 20} {
+		name := fmt.Sprintf("%dKiB", size>>10)
+		line := strings.Repeat("x", 63) + "\n"
+		os.WriteFile(filepath.Join(env.Roots["alpha"], name+".txt"), []byte(strings.Repeat(line, size/64)), 0o644)
+	}
+	_, tok := env.Grant(apptest.Approval{})
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	meta := mcp.Meta{"openai/session": "bench"}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "project_control", Arguments: map[string]any{"action": "open", "operationId": "o"}, Meta: meta}); err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []int{4 << 10, 1 << 20} {
+		name := fmt.Sprintf("%dKiB", size>>10)
+		b.Run(name+"/devspace", func(b *testing.B) {
+			params := &mcp.CallToolParams{Name: "read_files", Meta: meta,
+				Arguments: map[string]any{"files": []any{map[string]any{"path": name + ".txt", "limit": 2000}}}}
+			for b.Loop() {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("%v %v", err, res)
+				}
+			}
+		})
+		b.Run(name+"/os.ReadFile", func(b *testing.B) {
+			path := filepath.Join(env.Roots["alpha"], name+".txt")
+			for b.Loop() {
+				if _, err := os.ReadFile(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

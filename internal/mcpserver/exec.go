@@ -44,6 +44,23 @@ type procEntry struct {
 	sessionRef string
 	mode       string
 	dir        string // Project-relative working directory
+	projectRef string
+}
+
+// maxPerProject bounds live commands per Project across executions and
+// grants (DESIGN §7); the manager bounds them per execution and in all.
+const maxPerProject = 8
+
+func (t *procTable) aliveInProject(ref string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, e := range t.byRef {
+		if e.projectRef == ref && e.p.State().TreeAlive {
+			n++
+		}
+	}
+	return n
 }
 
 // procTable maps refs to processes. Entries stay (for retained output)
@@ -297,6 +314,9 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 	}
 	key := operation.Key{GrantID: c.caller.GrantID, ExecutionID: e.ID, Tool: "exec_command", OperationID: in.OperationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		if s.procs.aliveInProject(proj.Ref) >= maxPerProject {
+			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, process.ErrTooMany)
+		}
 		lease, err := s.opts.Locks.Acquire(ctx, proj.Path, rootlock.Command, lockTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
@@ -318,7 +338,7 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 			mode = "shell"
 		}
 		entry := &procEntry{p: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
-			sessionRef: c.caller.SessionRef, mode: mode, dir: dir}
+			sessionRef: c.caller.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
 		s.procs.add(entry)
 		go s.afterExit(entry, lease)
 		return json.Marshal(storedExec{ProcessRef: entry.ref, OutputRef: entry.outputRef})
@@ -686,7 +706,7 @@ func (s *Server) procError(err error) *ToolError {
 		e.Phase = "not_started"
 		return e
 	case errors.Is(err, process.ErrTooMany):
-		return toolErr("process_limit", catLimit, "Too many commands are running; wait for one to finish or interrupt it.", "project_control interrupt")
+		return toolErr("process_limit", catLimit, "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
 	case errors.Is(err, process.ErrRevisionConflict):
 		return toolErr("process_revision_conflict", catConflict, "The command changed since expectedRevision; read its state and retry.", "read_process_output")
 	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):

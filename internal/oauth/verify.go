@@ -47,13 +47,14 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	if !strings.HasPrefix(token, prefixAccess) || len(token) > 128 {
 		return nil, ErrTokenInvalid
 	}
-	row, err := s.opts.Store.TokenByAccessHash(ctx, hashSecret(token))
+	ag, err := s.opts.Store.AccessTokenGrant(ctx, hashSecret(token))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrTokenInvalid
 	}
 	if err != nil {
 		return nil, fmt.Errorf("verify token: %w", err)
 	}
+	row, g := ag.Token, ag.Grant
 	if row.RevokedAt != nil || row.AccessRevokedAt != nil {
 		return nil, ErrTokenRevoked
 	}
@@ -63,15 +64,7 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	if row.Resource != s.opts.Resource {
 		return nil, ErrWrongAudience
 	}
-	g, err := s.opts.Store.Grant(ctx, row.GrantID)
-	if err != nil {
-		return nil, fmt.Errorf("verify token grant: %w", err)
-	}
-	epoch, err := s.opts.Store.GlobalEpoch(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("verify token: %w", err)
-	}
-	if err := s.grantUsable(g, epoch); err != nil {
+	if err := s.grantUsable(g, ag.GlobalEpoch); err != nil {
 		return nil, err
 	}
 	p := &Principal{GrantID: g.ID, ClientID: g.ClientID, ProjectIDs: g.ProjectIDs, Epoch: g.Epoch, GlobalEpoch: g.GlobalEpoch}

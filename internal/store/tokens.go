@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -200,4 +201,52 @@ func (s *Store) PruneTokens(ctx context.Context, cutoff time.Time) (int64, error
 		 (refresh_expires_at IS NULL OR refresh_expires_at < ?)`, cutoff, cutoff, cutoff).
 		Delete(&tokenRow{})
 	return res.RowsAffected, res.Error
+}
+
+// AccessGrant is a token row with its grant and the current global epoch,
+// read in one statement for bearer verification (the per-request path).
+type AccessGrant struct {
+	Token       *Token
+	Grant       *Grant
+	GlobalEpoch int64
+}
+
+// AccessTokenGrant returns the issuance holding an access-token hash with
+// its grant and the global epoch, or ErrNotFound.
+func (s *Store) AccessTokenGrant(ctx context.Context, hash string) (*AccessGrant, error) {
+	if hash == "" {
+		return nil, ErrNotFound
+	}
+	var (
+		t       tokenRow
+		g       grantRow
+		current string
+	)
+	row := s.db.WithContext(ctx).Raw(`SELECT t.id, t.grant_id, t.client_id, t.scope, t.resource,
+			t.access_created_at, t.access_expires_at, t.access_revoked_at, t.revoked_at,
+			g.id, g.client_id, g.client_name, g.scopes, g.project_ids, g.epoch, g.global_epoch,
+			g.created_at, g.expires_at, g.revoked_at, g.revoke_reason,
+			(SELECT value FROM settings WHERE key = 'global_epoch')
+		FROM oauth_tokens t JOIN grants g ON g.id = t.grant_id
+		WHERE t.access_hash = ?`, hash).Row()
+	err := row.Scan(&t.ID, &t.GrantID, &t.ClientID, &t.Scope, &t.Resource,
+		&t.AccessCreatedAt, &t.AccessExpiresAt, &t.AccessRevokedAt, &t.RevokedAt,
+		&g.ID, &g.ClientID, &g.ClientName, &g.Scopes, &g.ProjectIDs, &g.Epoch, &g.GlobalEpoch,
+		&g.CreatedAt, &g.ExpiresAt, &g.RevokedAt, &g.RevokeReason, &current)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read access token: %w", err)
+	}
+	t.AccessHash = &hash
+	grant, err := g.toGrant()
+	if err != nil {
+		return nil, err
+	}
+	var epoch int64
+	if _, err := fmt.Sscan(current, &epoch); err != nil {
+		return nil, fmt.Errorf("parse global epoch: %w", err)
+	}
+	return &AccessGrant{Token: t.toToken(), Grant: grant, GlobalEpoch: epoch}, nil
 }
