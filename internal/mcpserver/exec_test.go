@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,4 +224,29 @@ func TestProcessCleanupPaths(t *testing.T) {
 	}
 	env.Stop()
 	waitGone(t, m4)
+}
+
+func TestProcessLimitPerProject(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	m := marker(t)
+	started := 0
+	for i := range 9 {
+		sess := session(fmt.Sprintf("lim-%d", i%2)) // two executions on one Project
+		if i < 2 {
+			callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, sess)
+		}
+		sc, _ := callTool(t, cs, "exec_command", map[string]any{"operationId": fmt.Sprint("l", i), "shell": true, "command": "exec -a " + m + " sleep 1000"}, sess)
+		if sc["status"] == "running" {
+			started++
+		} else if errCode(sc) != "process_limit" || i != 8 {
+			t.Fatalf("command %d: %v", i, sc)
+		}
+	}
+	if started != 8 {
+		t.Fatalf("%d commands started, want 8", started)
+	}
+	env.Stop()
+	waitGone(t, m)
 }
