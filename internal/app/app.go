@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
@@ -32,6 +33,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
+	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // Key purposes derived from the master key. Changing one invalidates what
@@ -103,10 +105,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 // manager is started: a running server's commands and output are left
 // alone.
 func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options, serving bool) (*App, error) {
-	if cfg.PublicURLIsAuto() {
-		// Resolving the quick-tunnel hostname from cloudflared comes with the
-		// appliance work; until then say so instead of serving a wrong issuer.
-		return nil, errors.New("DEVSPACE_PUBLIC_BASE_URL=auto is not supported by this build yet; set the public https URL explicitly")
+	if serving && cfg.PublicURLIsAuto() {
+		// A server must know its issuer; the CLI acting on the state
+		// directory never uses it.
+		return nil, errors.New("DEVSPACE_PUBLIC_BASE_URL=auto must be resolved (ResolvePublicURL) before the server is built")
 	}
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
@@ -182,8 +184,15 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
+	var snapshots *undo.Store
+	if serving {
+		if snapshots, err = undo.NewStore(undo.Options{Dir: filepath.Join(cfg.StateDir, "snapshots")}); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("open undo snapshots: %w", err)
+		}
+	}
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Processes: a.procs, HostEnv: os.Environ(), OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+		Processes: a.procs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})

@@ -144,6 +144,9 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 		return err
 	}
 	log := newLogger(cfg, stdio.Stderr)
+	if err := ResolvePublicURL(ctx, cfg, log); err != nil {
+		return err
+	}
 	a, err := New(ctx, cfg, log, Options{})
 	if err != nil {
 		return err

@@ -744,6 +744,9 @@ func (s *Server) CloseExecutions(_ context.Context, execIDs []string, reason str
 		return
 	}
 	for _, id := range execIDs {
+		if s.opts.Undo != nil {
+			_ = s.opts.Undo.DropExecution(id)
+		}
 		s.opts.Processes.KillGroup(id, reason)
 		for _, e := range s.procs.dropExec(id) {
 			_ = e.p.Remove()

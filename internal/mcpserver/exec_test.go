@@ -235,7 +235,7 @@ func TestProcessLimitPerProject(t *testing.T) {
 	for i := range 9 {
 		sess := session(fmt.Sprintf("lim-%d", i%2)) // two executions on one Project
 		if i < 2 {
-			callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, sess)
+			callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": fmt.Sprint("o", i)}, sess)
 		}
 		sc, _ := callTool(t, cs, "exec_command", map[string]any{"operationId": fmt.Sprint("l", i), "shell": true, "command": "exec -a " + m + " sleep 1000"}, sess)
 		if sc["status"] == "running" {

@@ -201,20 +201,31 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 	return out, nil
 }
 
-// recordPatch journals a committed patch and checkpoints it to the Thread.
-// The patch is committed whatever happens here; failures are logged.
+// recordPatch journals a committed patch, snapshots it for undo and
+// checkpoints it to the Thread. The patch is committed whatever happens
+// here; failures are logged.
 func (s *Server) recordPatch(ctx context.Context, w *workspace, in *applyPatchIn, res *patch.Result, out applyPatchOut) {
 	s.opts.Metrics.PatchBytes.Add(float64(res.Bytes))
-	files, _ := json.Marshal(out.Files)
-	diff := patch.RenderDiff(patch.Entry{OpID: in.OperationID, Patch: in.Patch, Result: res})
-	if _, err := s.opts.Store.AppendJournal(ctx, w.exec.ID, string(files), diff); err != nil {
+	if s.opts.Undo != nil {
+		if err := s.opts.Undo.Record(ctx, w.exec.ID, in.OperationID, res, snapshotResolver(w.proj.Path)); err != nil {
+			s.log.ErrorContext(ctx, "record undo snapshot", "err", err)
+		}
+	}
+	s.journalAndCheckpoint(ctx, w, "patch_applied", patch.Entry{OpID: in.OperationID, Patch: in.Patch, Result: res}, out.Files)
+}
+
+// journalAndCheckpoint records a change in the execution's patch journal
+// (show_changes apply_patch_history) and its Thread.
+func (s *Server) journalAndCheckpoint(ctx context.Context, w *workspace, kind string, entry patch.Entry, files []patchedFile) {
+	list, _ := json.Marshal(files)
+	if _, err := s.opts.Store.AppendJournal(ctx, w.exec.ID, string(list), patch.RenderDiff(entry)); err != nil {
 		s.log.ErrorContext(ctx, "append patch journal", "err", err)
 	}
-	touched := make([]map[string]any, 0, len(out.Files))
-	for _, f := range out.Files {
+	touched := make([]map[string]any, 0, len(files))
+	for _, f := range files {
 		touched = append(touched, map[string]any{"path": f.Path, "action": f.Action, "added": f.Added, "removed": f.Removed})
 	}
-	s.opts.Bindings.Checkpoint(ctx, w.exec.ID, "patch_applied", map[string]any{"files": touched})
+	s.opts.Bindings.Checkpoint(ctx, w.exec.ID, kind, map[string]any{"files": touched})
 }
 
 // canonicalJSON re-encodes a JSON value with sorted keys so equal ifMatch

@@ -29,6 +29,7 @@ var requiredScopes = map[string][]string{
 	"skills":                 {"project:read"},
 	"show_changes":           {"project:read"},
 	"apply_patch":            {"project:read", "project:write"},
+	"undo_patch":             {"project:read", "project:write"},
 	"inspect":                {"project:read"},
 	"exec_command":           {"project:read", "project:write", "process:execute"},
 	"write_stdin":            {"project:read", "process:execute"},

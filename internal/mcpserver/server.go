@@ -31,6 +31,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
+	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -50,9 +51,10 @@ type Options struct {
 	Widgets        string // DEVSPACE_WIDGETS: full, changes or off
 	Store          *store.Store
 	Processes      *process.Manager
-	HostEnv        []string // the server's environment; commands get an allowlist of it
-	IdentityKey    []byte   // HMAC key for session/Actor references
-	AllowedOrigins []string // Origin values accepted when present (exact match)
+	Undo           *undo.Store // nil disables undo_patch
+	HostEnv        []string    // the server's environment; commands get an allowlist of it
+	IdentityKey    []byte      // HMAC key for session/Actor references
+	AllowedOrigins []string    // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
 	Metrics        *metrics.Metrics
 	Logger         *slog.Logger // nil discards
@@ -98,6 +100,7 @@ func New(opts Options) *Server {
 	registerFileTools(s)
 	registerChangeTools(s)
 	registerPatchTools(s)
+	registerUndoTools(s)
 	registerInspectTools(s)
 	if opts.Processes != nil {
 		registerProcessTools(s)

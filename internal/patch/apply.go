@@ -87,10 +87,18 @@ type FileResult struct {
 	ReplacedContent []byte      `json:"-"`
 }
 
-// Result is the outcome of a successful Apply.
+// Result is the outcome of a successful Apply or Restore.
 type Result struct {
 	Files []FileResult `json:"files"`
 	Bytes int64        `json:"bytes"` // bytes written, for patch_bytes_total
+
+	// CreatedDirs are the parent directories the call created, parents
+	// first (Project-relative). Undo passes them back to Restore as
+	// removeDirs.
+	CreatedDirs []string `json:"-"`
+	// RemovedDirs are the directories Restore removed because they were
+	// empty once it had committed, deepest first. Apply leaves it nil.
+	RemovedDirs []string `json:"-"`
 }
 
 // fileState is a path's state when Apply looked at it.
@@ -175,6 +183,7 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 	if err := t.run(ctx, plan); err != nil {
 		return nil, err
 	}
+	res.CreatedDirs = t.created
 	return res, nil
 }
 
@@ -298,6 +307,9 @@ type removal struct {
 type plan struct {
 	writes   []*write
 	removals []*removal
+	// rmdirs are removed, deepest first, once committed if they are then
+	// empty (Restore only).
+	rmdirs []string
 }
 
 // compute builds every new content in memory.
@@ -393,6 +405,7 @@ type tx struct {
 
 	dirs    map[string]bool // directories known to exist
 	created []string        // directories we created, in order
+	removed []string        // empty directories removed after the commit
 	temps   []string        // staged temps not yet consumed
 	done    []step          // committed steps, for rollback
 }
@@ -470,6 +483,9 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 	for _, tmp := range t.temps {
 		_ = t.root.Remove(tmp)
 	}
+	// Only now are the directories free of the originals kept aside.
+	// Past the commit, a directory that cannot go simply stays.
+	t.removeEmptyDirs(pl.rmdirs)
 	return nil
 }
 

@@ -1,0 +1,306 @@
+package patch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/devspace-dev/devspace/internal/project"
+)
+
+// ErrUndoConflict: a file Restore was asked to bring back is no longer in
+// the state the caller expects (*RestoreConflict lists every such path);
+// nothing was written, or the commit was rolled back. This package owns
+// it; undo_patch maps it to undo_conflict.
+var ErrUndoConflict = errors.New("undo conflict")
+
+// FileState is one file's recorded state for Restore.
+type FileState struct {
+	// Path is Project-relative; it is cleaned with project.CleanRel.
+	Path string
+	// Expect is the content hash ("sha256:…") the file must have now;
+	// "" means it must not exist.
+	Expect string
+	// Content is the exact content to restore (ignored when Absent).
+	Content []byte
+	// Mode holds the permission bits to restore, applied exactly (the
+	// umask does not narrow them; other bits are ignored).
+	Mode fs.FileMode
+	// Absent removes the file instead.
+	Absent bool
+}
+
+// RestoreConflict lists every path whose current state differs from its
+// FileState.Expect, in input order.
+type RestoreConflict struct {
+	Files []VersionConflict
+	// err is the rollback failure when a conflict found during the
+	// commit could not be rolled back completely; nil otherwise.
+	err error
+}
+
+func (e *RestoreConflict) Error() string {
+	parts := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		parts[i] = fmt.Sprintf("%s (expected %s, found %s)", f.Path, orAbsent(f.Expected), orAbsent(f.Actual))
+	}
+	msg := "undo conflict: changed since: " + strings.Join(parts, ", ")
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+// Paths returns the drifted paths.
+func (e *RestoreConflict) Paths() []string {
+	out := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// Unwrap returns ErrUndoConflict and, when the rollback after a conflict
+// found during the commit was incomplete, that failure (which wraps
+// ErrRollbackIncomplete): test for ErrRollbackIncomplete first.
+func (e *RestoreConflict) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrUndoConflict, e.err}
+	}
+	return []error{ErrUndoConflict}
+}
+
+// Restore atomically brings the files in states to their recorded
+// content and mode, or removes them (Absent), with Apply's guarantees:
+// every Expect is checked first and all drifted paths are reported
+// together; then new contents are staged next to their targets,
+// re-checked just before each rename and committed by rename (a hard
+// linked original is never written in place), and any failure rolls
+// everything back, including the directories Restore created. Once
+// committed, each directory in removeDirs (typically the CreatedDirs of
+// the Apply being undone) is removed if it is then empty, deepest first;
+// one that cannot be removed stays and does not fail the call.
+//
+// A file already holding its target content and mode is left alone.
+// Result.Files describes the files that changed (Action add, update or
+// delete, with before and after states); Result.CreatedDirs and
+// Result.RemovedDirs the directories.
+//
+// Errors: *RestoreConflict (ErrUndoConflict), *FileError wrapping
+// project.ErrPathDenied (sensitive targets unless opts.AllowSensitive,
+// symlinks, special files) or a filesystem error, ErrTooLarge,
+// ErrInvalidPatch for malformed input (no files, a duplicate path),
+// ctx.Err(); joined with ErrRollbackIncomplete if the rollback failed.
+//
+// Restore does not coordinate with other writers: the caller holds the
+// root's write lock.
+func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs []string, opts Options) (*Result, error) {
+	if root == nil || len(states) == 0 {
+		return nil, fmt.Errorf("%w: nothing to restore", ErrInvalidPatch)
+	}
+	if len(states) > 2*MaxFiles {
+		return nil, fmt.Errorf("%w: %d files to restore", ErrTooLarge, len(states))
+	}
+	want := make([]FileState, len(states))
+	seen := make(map[string]bool, len(states))
+	var total int64
+	for i, s := range states {
+		ph, err := project.CleanRel(s.Path)
+		if err != nil {
+			return nil, &FileError{Path: "restore", Err: err}
+		}
+		if ph == "." {
+			return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSpecial}}
+		}
+		if seen[ph] {
+			return nil, fmt.Errorf("%w: %s is named twice", ErrInvalidPatch, ph)
+		}
+		seen[ph] = true
+		if !opts.AllowSensitive && project.IsSensitive(ph) {
+			return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSensitive}}
+		}
+		if s.Absent {
+			s.Content = nil
+		}
+		if int64(len(s.Content)) > MaxFileBytes {
+			return nil, &FileError{Path: ph, Err: fmt.Errorf("%w: file of %d bytes", ErrTooLarge, len(s.Content))}
+		}
+		if total += int64(len(s.Content)); total > MaxTotalBytes {
+			return nil, fmt.Errorf("%w: the restored files exceed %d bytes in all", ErrTooLarge, MaxTotalBytes)
+		}
+		s.Path, s.Mode = ph, s.Mode.Perm()
+		want[i] = s
+	}
+	dirs, err := cleanDirs(removeDirs)
+	if err != nil {
+		return nil, err
+	}
+
+	// Look at every file and report every drifted one before doing
+	// anything else.
+	current := make([]*fileState, len(want))
+	var conflicts []VersionConflict
+	for i, s := range want {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st, err := readState(root, s.Path, MaxTotalBytes-total)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(len(st.content))
+		current[i] = st
+		if s.Expect == "" && st.exists || s.Expect != "" && (!st.exists || !strings.EqualFold(s.Expect, st.hash)) {
+			conflicts = append(conflicts, VersionConflict{Path: s.Path, Expected: s.Expect, Actual: st.hash})
+		}
+	}
+	if conflicts != nil {
+		return nil, &RestoreConflict{Files: conflicts}
+	}
+
+	pl := &plan{rmdirs: dirs}
+	res := &Result{Files: []FileResult{}}
+	for i, s := range want {
+		st := current[i]
+		fr := FileResult{Path: s.Path}
+		if st.exists {
+			fr.Before, fr.BeforeMode, fr.BeforeContent = st.hash, st.mode, st.content
+		}
+		switch {
+		case s.Absent && !st.exists:
+			continue
+		case s.Absent:
+			fr.Action, fr.Removed = ActionDelete, countLines(st.content)
+			pl.removals = append(pl.removals, &removal{path: s.Path, expect: st})
+		case st.exists && st.mode == s.Mode && bytes.Equal(st.content, s.Content):
+			continue
+		default:
+			content := s.Content
+			if content == nil {
+				content = []byte{}
+			}
+			fr.Action = ActionUpdate
+			if !st.exists {
+				fr.Action = ActionAdd
+			}
+			fr.Added, fr.Removed = changedLines(st.content, content)
+			fr.After, fr.AfterMode, fr.AfterContent = HashContent(content), s.Mode, content
+			pl.writes = append(pl.writes, &write{path: s.Path, content: content, mode: s.Mode, expect: st})
+			res.Bytes += int64(len(content))
+		}
+		res.Files = append(res.Files, fr)
+	}
+	t := &tx{root: root, opts: opts, dirs: map[string]bool{}}
+	if err := t.run(ctx, pl); err != nil {
+		var vc *VersionConflict
+		if errors.As(err, &vc) {
+			rc := &RestoreConflict{Files: []VersionConflict{*vc}}
+			if errors.Is(err, ErrRollbackIncomplete) {
+				rc.err = err
+			}
+			return nil, rc
+		}
+		return nil, err
+	}
+	res.CreatedDirs, res.RemovedDirs = t.created, t.removed
+	return res, nil
+}
+
+// cleanDirs validates removeDirs and orders them deepest first.
+func cleanDirs(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	seen := map[string]bool{}
+	for _, d := range in {
+		c, err := project.CleanRel(d)
+		if err != nil {
+			return nil, &FileError{Path: "restore", Err: err}
+		}
+		if c == "." || seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		di, dj := strings.Count(out[i], "/"), strings.Count(out[j], "/")
+		if di != dj {
+			return di > dj
+		}
+		return out[i] > out[j]
+	})
+	return out, nil
+}
+
+// removeEmptyDirs removes each directory in dirs (deepest first) that is
+// empty, reached only through real directories. Failures leave the
+// directory in place.
+func (t *tx) removeEmptyDirs(dirs []string) {
+	for _, d := range dirs {
+		if !t.realDir(d) {
+			continue
+		}
+		if t.root.Remove(d) == nil {
+			t.removed = append(t.removed, d)
+		}
+	}
+	if t.opts.Sync && len(t.removed) > 0 {
+		synced := map[string]bool{}
+		for _, d := range t.removed {
+			parent := path.Dir(d)
+			if synced[parent] {
+				continue
+			}
+			synced[parent] = true
+			if f, err := t.root.Open(parent); err == nil {
+				_ = f.Sync()
+				f.Close()
+			}
+		}
+	}
+}
+
+// realDir reports whether d and each of its parents is a directory, not
+// a symlink to one.
+func (t *tx) realDir(d string) bool {
+	for i := 0; i <= len(d); i++ {
+		if i < len(d) && d[i] != '/' {
+			continue
+		}
+		fi, err := t.root.Lstat(d[:i])
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// maxCountLines bounds the lines diffed to count an update's changed
+// lines; past it every line counts as removed and added.
+const maxCountLines = 20000
+
+// changedLines counts the lines added and removed going from before to
+// after.
+func changedLines(before, after []byte) (added, removed int) {
+	if len(before) == 0 || len(after) == 0 || !isText(before) || !isText(after) {
+		return countLines(after), countLines(before)
+	}
+	a, b := splitKeep(before), splitKeep(after)
+	if len(a)+len(b) > maxCountLines {
+		return len(b), len(a)
+	}
+	for _, op := range diffLines(a, b) {
+		switch op.kind {
+		case '+':
+			added++
+		case '-':
+			removed++
+		}
+	}
+	return added, removed
+}
