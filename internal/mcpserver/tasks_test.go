@@ -86,11 +86,14 @@ func TestSaveProgressBoundsAndRevisions(t *testing.T) {
 func TestResumeAcrossGrants(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	c := env.Register("resume", "http://127.0.0.1:9/cb", "client_secret_basic")
-	a := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}})
+	a := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}, Scopes: []string{"project:read", "project:write"}})
 	b := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}})
 	other := env.GrantFor(c, apptest.Approval{Projects: []string{"beta"}})
 	csA, csB, csO := connect(t, env, a.AccessToken, ""), connect(t, env, b.AccessToken, ""), connect(t, env, other.AccessToken, "")
 	callTool(t, csA, "project_control", map[string]any{"action": "open", "operationId": "oa"}, session("a1"))
+	if sc, res := callTool(t, csA, "apply_patch", map[string]any{"operationId": "pa", "patch": "*** Begin Patch\n*** Add File: a-notes.txt\n+from A\n*** End Patch\n", "ifMatch": nil}, session("a1")); res.IsError {
+		t.Fatalf("A's patch: %v", sc)
+	}
 	saved, _ := callTool(t, csA, "save_progress", map[string]any{"operationId": "s", "title": "Port the CLI", "progress": "flags done; next: help text", "status": "resumable"}, session("a1"))
 	ref := saved["taskRef"].(string)
 
@@ -107,6 +110,9 @@ func TestResumeAcrossGrants(t *testing.T) {
 	sc, res := callTool(t, csB, "project_control", map[string]any{"action": "resume", "taskRef": ref, "operationId": "rb"}, session("b1"))
 	if res.IsError {
 		t.Fatalf("B resume: %v", sc)
+	}
+	if hist, _ := callTool(t, csB, "show_changes", map[string]any{"source": "apply_patch_history"}, session("b1")); len(hist["files"].([]any)) != 0 {
+		t.Fatalf("B sees A's patch history: %v", hist)
 	}
 	cp := sc["checkpoint"].(map[string]any)
 	if cp["untrustedSummary"].(map[string]any)["progress"] != "flags done; next: help text" || cp["serverObserved"] == nil {
