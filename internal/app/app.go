@@ -34,6 +34,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
 	"github.com/devspace-dev/devspace/internal/undo"
+	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
 // Key purposes derived from the master key. Changing one invalidates what
@@ -147,9 +148,16 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		OnGrantsRevoked: a.grantsRevoked,
 	})
 	ops := operation.New(st, operation.Options{Now: opts.Now})
+	var worktrees *worktree.Manager
+	if serving {
+		if worktrees, err = newWorktrees(ctx, cfg, catalog, log); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops,
 		Cursors:   cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now}),
-		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log,
+		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log, Worktrees: worktrees,
 		// The MCP layer owns the processes; it exists by the time these run.
 		OnClose: func(ctx context.Context, ids []string, reason string) {
 			if a.mcp != nil {

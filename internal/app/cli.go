@@ -491,6 +491,9 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	} else {
 		ok("control listener %s is loopback-only", cfg.ControlListen)
 	}
+	if entries, err := os.ReadDir(worktreeDir(cfg)); err == nil {
+		ok("managed worktrees directory holds %d Project folder(s); half-created worktrees are pruned at start", len(entries))
+	}
 	if ok, reason := process.CgroupAvailable(); ok {
 		ok2 := "per-command cgroups available (commands are killed with cgroup.kill)"
 		fmt.Fprintln(out, "✓ "+ok2)

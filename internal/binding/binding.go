@@ -21,6 +21,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
 // Errors owned by this package; the MCP edge maps each to a stable code.
@@ -39,6 +40,15 @@ var (
 	ErrProjectUnavailable = errors.New("project unavailable")
 	// ErrTaskNotFound: resume of a saved Task that does not exist.
 	ErrTaskNotFound = errors.New("task not found")
+	// ErrWriteScopeRequired: a worktree open by a grant without project:write.
+	ErrWriteScopeRequired = errors.New("project:write required")
+	// ErrWorktreeUnavailable: the Project cannot host managed worktrees
+	// (not exactly a git top level, no commits, unsafe filters) or they
+	// are not configured.
+	ErrWorktreeUnavailable = errors.New("worktree unavailable")
+	// ErrWorktreeDirty: closing a worktree Thread whose worktree has
+	// uncommitted changes.
+	ErrWorktreeDirty = errors.New("worktree dirty")
 )
 
 // Caller is who makes a call: the verified grant plus the host identity.
@@ -70,6 +80,9 @@ type Options struct {
 	// RunningProcesses counts an execution's running commands (Thread close
 	// refuses while any run); nil means none.
 	RunningProcesses func(executionID string) int
+	// Worktrees manages checkoutKind "worktree" executions; nil disables
+	// them.
+	Worktrees *worktree.Manager
 }
 
 // Service is safe for concurrent use.
@@ -144,18 +157,29 @@ type storedOpen struct {
 // Project) and binds the caller to it. An identical retry of the same
 // operationId replays the same execution; a different request under that
 // operationId is operation.ErrConflict.
-func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID string) (*Opened, bool, error) {
+func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID string, worktreeMode bool) (*Opened, bool, error) {
 	root, err := s.pickProject(c, projectRef)
 	if err != nil {
 		return nil, false, err
 	}
-	hash, err := operation.HashRequest(map[string]any{"projectRef": projectRef, "session": c.SessionRef, "actor": c.ActorRef})
+	if worktreeMode {
+		if !slices.Contains(c.Scopes, "project:write") {
+			return nil, false, ErrWriteScopeRequired
+		}
+		if s.opts.Worktrees == nil {
+			return nil, false, ErrWorktreeUnavailable
+		}
+		if err := s.opts.Worktrees.Eligible(ctx, root.Path); err != nil {
+			return nil, false, fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
+		}
+	}
+	hash, err := operation.HashRequest(map[string]any{"projectRef": projectRef, "session": c.SessionRef, "actor": c.ActorRef, "worktree": worktreeMode})
 	if err != nil {
 		return nil, false, err
 	}
 	key := operation.Key{GrantID: c.GrantID, Tool: "project_control.open", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		res, err := s.createExecution(ctx, c, root)
+		res, err := s.createExecution(ctx, c, root, worktreeMode)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 		}
@@ -193,19 +217,32 @@ func (s *Service) pickProject(c Caller, ref string) (project.Root, error) {
 	return root, nil
 }
 
-func (s *Service) createExecution(ctx context.Context, c Caller, root project.Root) (*storedOpen, error) {
+func (s *Service) createExecution(ctx context.Context, c Caller, root project.Root, worktreeMode bool) (*storedOpen, error) {
 	fp, err := root.Fingerprint(s.opts.FingerKey)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrProjectUnavailable, err)
+	}
+	id := ids.New("exe_", 16)
+	var wt *worktree.Worktree
+	if worktreeMode {
+		// The worktree is keyed by the execution, so an identical retry of
+		// the open (replayed by its operationId) never makes a second one.
+		if wt, err = s.opts.Worktrees.Create(ctx, root.Path, id); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
+		}
+		root.Path = wt.Path
 	}
 	set, err := s.rootInstructions(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	e := &store.Execution{ID: ids.New("exe_", 16), GrantID: c.GrantID, ClientID: c.ClientID, ProjectRef: root.Ref,
+	e := &store.Execution{ID: id, GrantID: c.GrantID, ClientID: c.ClientID, ProjectRef: root.Ref,
 		RootFingerprint: fp, GrantEpoch: c.GrantEpoch, GlobalEpoch: c.GlobalEpoch, Scopes: c.Scopes,
 		SessionRef: c.SessionRef, ActorRef: c.ActorRef, InstructionsRevision: set.Revision,
 		InstructionsPending: len(set.Pages) > 1}
+	if wt != nil {
+		e.WorktreePath, e.WorktreeBase = wt.Path, wt.BaseCommit
+	}
 	if err := s.opts.Store.CreateExecution(ctx, e); err != nil {
 		return nil, err
 	}
@@ -329,6 +366,14 @@ func (s *Service) resolve(ctx context.Context, c Caller) (*store.Execution, proj
 	if err != nil || fp != e.RootFingerprint {
 		s.log.DebugContext(ctx, "stale binding", "reason", "root_changed")
 		return nil, project.Root{}, ErrExecutionRequired
+	}
+	if e.WorktreePath != "" {
+		// Authorization stays anchored to the source Project (checked
+		// above); the tools work in the managed worktree.
+		if fi, err := os.Stat(e.WorktreePath); err != nil || !fi.IsDir() {
+			return nil, project.Root{}, ErrProjectUnavailable
+		}
+		root.Path = e.WorktreePath
 	}
 	return e, root, nil
 }

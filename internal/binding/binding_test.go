@@ -50,10 +50,10 @@ func TestResolveRechecks(t *testing.T) {
 	if _, _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
 		t.Fatalf("before open: %v", err)
 	}
-	if _, _, err := svc.Open(ctx, c, "", "op0"); !errors.Is(err, ErrProjectRefRequired) {
+	if _, _, err := svc.Open(ctx, c, "", "op0", false); !errors.Is(err, ErrProjectRefRequired) {
 		t.Fatalf("open without ref: %v", err)
 	}
-	opened, _, err := svc.Open(ctx, c, alphaRef, "op1")
+	opened, _, err := svc.Open(ctx, c, alphaRef, "op1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestResolveRechecks(t *testing.T) {
 		t.Fatalf("replaced root: %v", err)
 	}
 	// Beta, then beta removed from the configuration: closed at startup.
-	if _, _, err := svc.Open(ctx, c, betaRef, "op2"); err != nil {
+	if _, _, err := svc.Open(ctx, c, betaRef, "op2", false); err != nil {
 		t.Fatal(err)
 	}
 	svc2 := newService(t, st, map[string]string{"alpha": alpha})
@@ -103,7 +103,7 @@ func TestResolveRechecks(t *testing.T) {
 		t.Fatalf("execution of a removed project still resolves: %v", err)
 	}
 	// Revocation closes the grant's executions.
-	if _, _, err := svc.Open(ctx, c, betaRef, "op3"); err != nil {
+	if _, _, err := svc.Open(ctx, c, betaRef, "op3", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.CloseGrants(ctx, []string{"g1"}, "grant_revoked"); err != nil {

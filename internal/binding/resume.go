@@ -54,7 +54,7 @@ func (s *Service) Resume(ctx context.Context, c Caller, taskRef, operationID str
 	}
 	key := operation.Key{GrantID: c.GrantID, Tool: "project_control.resume", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		opened, err := s.createExecution(ctx, c, root)
+		opened, err := s.createExecution(ctx, c, root, false)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 		}

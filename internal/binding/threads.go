@@ -9,6 +9,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
 // Thread errors owned by this package.
@@ -188,6 +189,9 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 		if s.opts.RunningProcesses != nil && s.opts.RunningProcesses(t.ExecutionID) > 0 {
 			return nil, ErrProcessesRunning
 		}
+		if err := s.removeWorktree(ctx, t.ExecutionID); err != nil {
+			return nil, err
+		}
 		if err := s.opts.Store.CloseExecution(ctx, t.ExecutionID, "thread_closed"); err != nil {
 			return nil, err
 		}
@@ -205,4 +209,32 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 	s.notify.wake(ref)
 	v := s.view(updated)
 	return &v, nil
+}
+
+// removeWorktree removes the clean managed worktree (and its branch) of a
+// worktree execution whose Thread is being closed; a dirty one refuses the
+// close. This is the only place a worktree is ever deleted.
+func (s *Service) removeWorktree(ctx context.Context, executionID string) error {
+	e, err := s.opts.Store.ExecutionByID(ctx, executionID)
+	if err != nil || e.WorktreePath == "" || s.opts.Worktrees == nil {
+		return err
+	}
+	root, ok := s.opts.Catalog.Lookup(e.ProjectRef)
+	if !ok {
+		return nil // Project no longer configured: keep the files
+	}
+	wt, err := s.opts.Worktrees.Get(ctx, root.Path, e.ID)
+	if errors.Is(err, worktree.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Worktrees.Remove(ctx, root.Path, wt); err != nil {
+		if errors.Is(err, worktree.ErrDirty) {
+			return ErrWorktreeDirty
+		}
+		return err
+	}
+	return nil
 }

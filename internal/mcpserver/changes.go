@@ -95,7 +95,14 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 	var text string
 	switch in.Source {
 	case "repository":
-		ch, err := s.review.Changes(ctx, w.proj.Path)
+		var ch *review.Changes
+		if w.exec.WorktreeBase != "" {
+			// A managed worktree is reviewed against its branch point, so
+			// its commits show too.
+			ch, err = s.review.ChangesSince(ctx, w.proj.Path, w.exec.WorktreeBase)
+		} else {
+			ch, err = s.review.Changes(ctx, w.proj.Path)
+		}
 		if err != nil {
 			return out, reviewError(err)
 		}

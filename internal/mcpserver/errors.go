@@ -84,6 +84,13 @@ func mapError(err error) *ToolError {
 		e := toolErr("project_unavailable", catTransient, "The Project directory cannot be read right now; try again later.")
 		e.Retryable = true
 		return e
+	case errors.Is(err, binding.ErrWriteScopeRequired):
+		return toolErr("project_write_scope_required", catScope, "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
+	case errors.Is(err, binding.ErrWorktreeUnavailable):
+		return toolErr("project_worktree_unavailable", catState,
+			"This Project cannot host a managed worktree (its root must be exactly a Git top level with at least one commit and no executable filters); open with checkoutKind checkout.")
+	case errors.Is(err, binding.ErrWorktreeDirty):
+		return toolErr("project_worktree_dirty", catState, "The worktree has uncommitted changes; commit or discard them before closing the Thread.")
 	case errors.Is(err, binding.ErrThreadNotFound):
 		return toolErr("project_thread_not_found", catState, "No such Thread for this connection and user.")
 	case errors.Is(err, binding.ErrThreadRevision):

@@ -89,9 +89,7 @@ func (in *projectControlIn) validate() error {
 		return invalidInput("resume needs taskRef (from list_projects with a projectRef)")
 	}
 	switch in.CheckoutKind {
-	case "", "checkout":
-	case "worktree":
-		return toolErr("project_worktree_unavailable", catState, "Managed worktrees are not available in this version; open with checkoutKind checkout.")
+	case "", "checkout", "worktree":
 	default:
 		return invalidInput("checkoutKind must be checkout or worktree")
 	}
@@ -209,7 +207,7 @@ func (s *Server) projectControl(ctx context.Context, c *call, in *projectControl
 	var opened *binding.Opened
 	switch in.Action {
 	case "open":
-		opened, out.Replayed, err = s.opts.Bindings.Open(ctx, c.caller, in.ProjectRef, in.OperationID)
+		opened, out.Replayed, err = s.opts.Bindings.Open(ctx, c.caller, in.ProjectRef, in.OperationID, in.CheckoutKind == "worktree")
 	case "hydrate":
 		opened, err = s.opts.Bindings.Hydrate(ctx, c.caller, in.Cursor)
 	case "resume":

@@ -26,6 +26,8 @@ type Execution struct {
 	InstructionsRevision string
 	InstructionsPending  bool   // root instruction pages not all delivered yet
 	TaskRef              string // the saved Task this execution works on, if any
+	WorktreePath         string // managed worktree the tools work in ("" = the Project root)
+	WorktreeBase         string // commit the worktree branched from
 	CreatedAt            time.Time
 	ClosedAt             *time.Time
 	CloseReason          string
@@ -45,6 +47,8 @@ type executionRow struct {
 	InstructionsRevision string
 	InstructionsPending  bool
 	TaskRef              string
+	WorktreePath         string
+	WorktreeBase         string
 	CreatedAt            time.Time
 	ClosedAt             *time.Time
 	CloseReason          string
@@ -57,6 +61,7 @@ func (r executionRow) toExecution() *Execution {
 		RootFingerprint: r.RootFingerprint, GrantEpoch: r.GrantEpoch, GlobalEpoch: r.GlobalEpoch,
 		Scopes: strings.Fields(r.Scopes), SessionRef: r.SessionRef, ActorRef: r.ActorRef,
 		InstructionsRevision: r.InstructionsRevision, InstructionsPending: r.InstructionsPending, TaskRef: r.TaskRef,
+		WorktreePath: r.WorktreePath, WorktreeBase: r.WorktreeBase,
 		CreatedAt: r.CreatedAt, ClosedAt: r.ClosedAt, CloseReason: r.CloseReason}
 }
 
@@ -79,7 +84,8 @@ func (s *Store) CreateExecution(ctx context.Context, e *Execution) error {
 	row := executionRow{ID: e.ID, GrantID: e.GrantID, ClientID: e.ClientID, ProjectRef: e.ProjectRef,
 		RootFingerprint: e.RootFingerprint, GrantEpoch: e.GrantEpoch, GlobalEpoch: e.GlobalEpoch,
 		Scopes: strings.Join(e.Scopes, " "), SessionRef: e.SessionRef, ActorRef: e.ActorRef,
-		InstructionsRevision: e.InstructionsRevision, InstructionsPending: e.InstructionsPending, CreatedAt: e.CreatedAt}
+		InstructionsRevision: e.InstructionsRevision, InstructionsPending: e.InstructionsPending, CreatedAt: e.CreatedAt,
+		WorktreePath: e.WorktreePath, WorktreeBase: e.WorktreeBase}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return fmt.Errorf("create execution: %w", err)

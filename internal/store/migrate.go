@@ -199,6 +199,10 @@ var migrations = []migration{
 		)`,
 		`CREATE INDEX patch_journal_execution ON patch_journal(execution_id, id)`,
 	}},
+	{8, "managed worktrees", []string{
+		`ALTER TABLE executions ADD COLUMN worktree_path TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE executions ADD COLUMN worktree_base TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

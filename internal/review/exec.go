@@ -1,0 +1,244 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultMaxOutput is the stdout cap of one Git.Run when GitOptions.MaxOutput
+// is zero.
+const DefaultMaxOutput = listCap
+
+// ErrOutputTooLarge: Git printed more than GitOptions.MaxOutput bytes on
+// stdout and was killed. Git.Run owns it and wraps it together with ErrGit.
+var ErrOutputTooLarge = errors.New("git output over the limit")
+
+// GitOptions configures a Git. The zero value means "all defaults".
+type GitOptions struct {
+	// Git is the git executable: a path, or a name looked up in the server's
+	// PATH. Empty means "git".
+	Git string
+	// Timeout bounds one Run (or one check). Zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxOutput caps the stdout Run keeps; beyond it Git is killed and Run
+	// fails with ErrOutputTooLarge. Zero means DefaultMaxOutput.
+	MaxOutput int64
+}
+
+// Git runs Git in a Project repository (or a worktree of one) exactly the
+// way Changes does: environment built from scratch with no inherited GIT_*
+// variable, no system or global configuration, fsmonitor, untracked cache,
+// hooks, external diff and every transport off, safe.directory set to the
+// canonical directory, stdin from the null device, its own process group
+// killed as a whole on timeout, bounded output. See the package doc for why.
+//
+// Unlike Changes, Run makes no read-only promise: the caller picks the
+// subcommand, and commands such as `worktree add` write to the repository.
+// Callers that let Git compare work tree content (diff-files, status, or a
+// command running them such as `worktree remove` without --force) must call
+// CheckFilters first, as Changes does.
+//
+// A Git holds no mutable state and is safe for concurrent use; the zero value
+// is not usable, use NewGit.
+type Git struct {
+	r         *Reviewer
+	maxOutput int64
+}
+
+// NewGit returns a Git with opts' zero fields replaced by the defaults. It
+// captures the server's PATH once, for Git to find its helpers.
+func NewGit(opts GitOptions) *Git {
+	g := &Git{r: New(Options{Git: opts.Git, Timeout: opts.Timeout}), maxOutput: opts.MaxOutput}
+	if g.maxOutput <= 0 {
+		g.maxOutput = DefaultMaxOutput
+	}
+	return g
+}
+
+// ExitError reports that Git ran and exited with a non-zero status. It
+// matches ErrGit with errors.Is. Stderr may name host paths: log it, never
+// show it to a client.
+type ExitError struct {
+	// Command is the Git subcommand (the first argument that is not a
+	// global option).
+	Command string
+	// Code is the exit status, or -1 when Git died from a signal.
+	Code int
+	// Stderr is the start (at most 4 KiB) of what Git printed on stderr.
+	Stderr []byte
+}
+
+// Error returns the subcommand, the status and the first line of stderr.
+func (e *ExitError) Error() string {
+	msg, _, _ := strings.Cut(strings.TrimSpace(string(e.Stderr)), "\n")
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return fmt.Sprintf("review: git %s exited with status %d: %s", e.Command, e.Code, msg)
+}
+
+// Unwrap returns ErrGit.
+func (e *ExitError) Unwrap() error { return ErrGit }
+
+// Run runs `git <hardening options> args...` in dir, which is made absolute
+// and symlink-free first, and returns its stdout. args may start with
+// global options such as "-c", "key=value"; they come after the hardening
+// ones and so override them.
+//
+// Errors: *ExitError for a non-zero exit (stdout is returned too); ErrGit
+// (wrapped) when Git could not be started; ErrOutputTooLarge and ErrGit
+// (wrapped) when stdout passed its cap (the part kept is returned); the error
+// of ctx, also context.DeadlineExceeded when GitOptions.Timeout expires; a
+// filesystem error when dir cannot be resolved.
+func (g *Git) Run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("review: git without arguments: %w", os.ErrInvalid)
+	}
+	root, err := canonical(dir)
+	if err != nil {
+		return nil, fmt.Errorf("review: resolve git directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
+	defer cancel()
+	runner := &gitRunner{r: g.r, dir: root}
+	res, err := runner.run(ctx, g.maxOutput, args...)
+	if err != nil {
+		return nil, err
+	}
+	sub := subcommand(args)
+	if res.truncated {
+		return res.stdout, fmt.Errorf("review: git %s: stdout over %d bytes: %w: %w", sub, g.maxOutput, ErrOutputTooLarge, ErrGit)
+	}
+	if res.exitCode != 0 {
+		return res.stdout, &ExitError{Command: sub, Code: res.exitCode, Stderr: res.stderr}
+	}
+	return res.stdout, nil
+}
+
+// CheckTopLevel returns nil when dir is exactly the top level of a Git work
+// tree, the main one or a linked worktree, with the same check Changes runs.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel and ErrGit (wrapped); the error of
+// ctx; a filesystem error when dir cannot be resolved.
+func (g *Git) CheckTopLevel(ctx context.Context, dir string) error {
+	return g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
+		_, err := r.checkTopLevel(ctx)
+		return err
+	})
+}
+
+// CheckFilters returns ErrUnsafeFilters (wrapped) when the configuration Git
+// uses in dir defines an executable filter or diff driver (see the package
+// doc); Git must not then compare work tree content there.
+//
+// Errors: ErrUnsafeFilters and ErrGit (wrapped); the error of ctx; a
+// filesystem error when dir cannot be resolved.
+func (g *Git) CheckFilters(ctx context.Context, dir string) error {
+	return g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
+		return r.checkFilters(ctx)
+	})
+}
+
+// Head returns the full ID of the commit HEAD names in dir, or "" when HEAD
+// is unborn (no commit yet).
+//
+// Errors: ErrGit (wrapped); the error of ctx; a filesystem error when dir
+// cannot be resolved.
+func (g *Git) Head(ctx context.Context, dir string) (string, error) {
+	var head string
+	err := g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
+		var err error
+		head, err = r.head(ctx)
+		return err
+	})
+	return head, err
+}
+
+// check runs fn with a runner in canonical dir under the timeout.
+func (g *Git) check(ctx context.Context, dir string, fn func(context.Context, *gitRunner) error) error {
+	root, err := canonical(dir)
+	if err != nil {
+		return fmt.Errorf("review: resolve git directory: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
+	defer cancel()
+	return fn(ctx, &gitRunner{r: g.r, dir: root})
+}
+
+// subcommand returns the first argument that is neither a global option nor
+// the value of a "-c" or "-C" option.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c" || a == "-C":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return args[0]
+}
+
+// ChangesSince is Changes with the staged side diffed against base, a full
+// commit ID, instead of HEAD: for a managed worktree whose base is its branch
+// point, the review then covers what was committed on the branch as well as
+// what is staged, unstaged or untracked. Committed and staged changes are
+// both reported as Staged. Changes.Head is still HEAD.
+//
+// Errors: as Changes; ErrGit (wrapped) also when base is not a full
+// lowercase hexadecimal commit ID that names a commit in the repository.
+func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base string) (*Changes, error) {
+	if !isHex(base) || len(base) > 64 {
+		return nil, fmt.Errorf("review: base %q is not a full commit ID: %w", base, ErrGit)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+
+	root, err := canonical(rootPath)
+	if err != nil {
+		return nil, fmt.Errorf("review: resolve root: %w", err)
+	}
+	g := &gitRunner{r: r, dir: root}
+	if _, err := g.checkTopLevel(ctx); err != nil {
+		return nil, err
+	}
+	head, err := g.head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.run(ctx, 1024, "rev-parse", "-q", "--verify", base+"^{commit}")
+	if err != nil {
+		return nil, err
+	}
+	if res.exitCode != 0 || !bytes.Equal(bytes.TrimSpace(res.stdout), []byte(base)) {
+		return nil, fmt.Errorf("review: base %s is not a commit of the repository: %w", base, ErrGit)
+	}
+	if err := g.checkFilters(ctx); err != nil {
+		return nil, err
+	}
+
+	// The rest mirrors Changes with base in place of HEAD.
+	b := &builder{r: r, files: map[string]*FileChange{}}
+	if err := b.side(ctx, g, true, "diff-index", "--cached", "-M", base); err != nil {
+		return nil, err
+	}
+	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
+		return nil, err
+	}
+	if err := b.untracked(ctx, g, root); err != nil {
+		return nil, err
+	}
+	files := b.list()
+	c := &Changes{Files: files, Diff: b.diff.String(), Truncated: b.truncated}
+	if head != "" {
+		c.Head = head[:min(12, len(head))]
+	}
+	c.Revision = revision(c)
+	return c, nil
+}

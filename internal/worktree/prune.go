@@ -1,0 +1,185 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/devspace-dev/devspace/internal/review"
+)
+
+// Prune removes, for the repository at rootPath, what Creates cut short by
+// a crash or a kill left behind, so that no half-registered worktree
+// remains. Call it at startup for every Project root that may have managed
+// worktrees, before serving. It removes:
+//
+//   - worktrees under this repository's directory in Dir that Git still
+//     marks as initializing (`git worktree add` never finished), with their
+//     directories;
+//   - the registration of worktrees there whose directory is gone (what
+//     `git worktree prune` would do, limited to this package's worktrees; a
+//     worktree locked by someone is left alone);
+//   - empty directories there that Git does not know;
+//   - base refs whose branch is missing, or is checked out nowhere and still
+//     at the base commit, together with that branch.
+//
+// It keeps anything that may hold work: finished worktrees, non-empty
+// directories Git does not know, branches that moved past their base. It
+// returns what it removed: worktree paths and full ref names.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel (wrapped); review.ErrGit
+// (wrapped) when Git failed, with what was removed until then; the error of
+// ctx; a filesystem error when rootPath cannot be resolved.
+func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string, err error) {
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	unlock, err := m.lock(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := m.git.CheckTopLevel(ctx, root); err != nil {
+		switch {
+		case errors.Is(err, review.ErrNotRepository):
+			return nil, fmt.Errorf("worktree: %w", ErrNotRepository)
+		case errors.Is(err, review.ErrNotTopLevel):
+			return nil, fmt.Errorf("worktree: %w", ErrNotTopLevel)
+		}
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	list, err := m.list(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return m.sweep(ctx, root, list, "")
+}
+
+// sweep does Prune's work for root, whose worktrees are list, and the
+// caller holds root's lock. With key set it only looks at that key's path
+// and refs (Create's clean-up before retrying).
+func (m *Manager) sweep(ctx context.Context, root string, list []entry, key string) (removed []string, err error) {
+	repoDir := m.repoDir(root)
+	inScope := func(path string) bool {
+		return filepath.Dir(path) == repoDir && (key == "" || filepath.Base(path) == key)
+	}
+
+	// Registered worktrees that never finished or lost their directory.
+	changed := false
+	for _, e := range list {
+		if !inScope(e.path) {
+			continue
+		}
+		var args []string
+		switch {
+		case e.halfCreated():
+			args = writeArgs("worktree", "remove", "--force", "--force", e.path)
+		case e.prunable && !e.locked && missing(e.path):
+			args = writeArgs("worktree", "remove", "--force", e.path)
+		default:
+			continue
+		}
+		if _, err := m.git.Run(ctx, root, args...); err != nil {
+			return removed, fmt.Errorf("worktree: remove unfinished worktree: %w", err)
+		}
+		removed = append(removed, e.path)
+		changed = true
+	}
+	if changed {
+		if list, err = m.list(ctx, root); err != nil {
+			return removed, err
+		}
+	}
+
+	// Empty directories Git does not know: `git worktree add` creates the
+	// directory just before registering it.
+	var names []string
+	if key != "" {
+		names = []string{key}
+	} else {
+		ents, err := os.ReadDir(repoDir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, fmt.Errorf("worktree: %w", err)
+		}
+		for _, d := range ents {
+			names = append(names, d.Name())
+		}
+	}
+	for _, name := range names {
+		p := filepath.Join(repoDir, name)
+		if _, known := find(list, p); known || !isEmptyDir(p) {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return removed, fmt.Errorf("worktree: %w", err)
+		}
+		removed = append(removed, p)
+	}
+
+	// Base refs whose branch never got a worktree, or lost it without
+	// moving.
+	var shorts []string
+	if key != "" {
+		shorts = []string{shortOf(m.layout(root, key).Branch)}
+	} else {
+		out, err := m.git.Run(ctx, root, "for-each-ref", "--format=%(refname)", baseRefPrefix)
+		if err != nil {
+			return removed, fmt.Errorf("worktree: list base refs: %w", err)
+		}
+		for _, ref := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if short, ok := strings.CutPrefix(ref, baseRefPrefix); ok && short != "" {
+				shorts = append(shorts, short)
+			}
+		}
+	}
+	// A branch is in use when checked out anywhere, or when it belongs to
+	// a registered worktree here (which may have switched to another one).
+	inUse := map[string]bool{}
+	for _, e := range list {
+		inUse[e.branch] = true
+		if filepath.Dir(e.path) == repoDir && checkKey(filepath.Base(e.path)) == nil {
+			inUse["refs/heads/"+m.layout(root, filepath.Base(e.path)).Branch] = true
+		}
+	}
+	for _, short := range shorts {
+		baseRef, branchRef := baseRefPrefix+short, "refs/heads/"+BranchPrefix+short
+		if inUse[branchRef] {
+			continue
+		}
+		base, err := m.resolveRef(ctx, root, baseRef)
+		if err != nil {
+			return removed, err
+		}
+		if base == "" {
+			continue
+		}
+		tip, err := m.resolveRef(ctx, root, branchRef)
+		if err != nil {
+			return removed, err
+		}
+		if tip != "" && tip != base {
+			continue // commits on the branch: keep it
+		}
+		if tip != "" {
+			if err := m.updateRef(ctx, root, branchRef, "", base); err != nil {
+				return removed, err
+			}
+			removed = append(removed, branchRef)
+		}
+		if err := m.updateRef(ctx, root, baseRef, "", base); err != nil {
+			return removed, err
+		}
+		removed = append(removed, baseRef)
+	}
+	return removed, nil
+}
+
+// missing reports whether nothing exists at p.
+func missing(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, os.ErrNotExist)
+}

@@ -1,0 +1,630 @@
+// Package worktree manages the Git worktrees DevSpace creates for executions
+// opened with checkoutKind "worktree" (DESIGN §6). It knows nothing about
+// MCP: callers pass a Project root and an opaque key (the execution ID, say)
+// and get back a Worktree.
+//
+// Layout and naming. The worktree of key for the repository at root lives at
+// Dir/<repo>/<key>, where <repo> is the first 16 hex digits of the SHA-256 of
+// the canonical root path. The per-repository directory keeps Prune, which
+// only touches what lies under it, away from other repositories' worktrees.
+// Its branch is devspace/<short>, <short> being the first 10 hex digits of
+// the SHA-256 of key, and the ref refs/devspace/base/<short> records the
+// commit it was created from (Worktree.BaseCommit); it also keeps that commit
+// reachable. Both refs live in the source repository.
+//
+// Git. Every invocation goes through review.Git: scrubbed environment, no
+// system or global configuration, fsmonitor, hooks and transports off,
+// process-group kill. Creating and removing a worktree write to the source
+// repository's .git (worktrees/ metadata, refs), which is the point of this
+// package. Before Git compares work tree content (Dirty; `git worktree add`,
+// whose checkout runs smudge filters; `git worktree remove`, which runs
+// `git status`) the repository's configuration is checked for executable
+// filters and diff drivers, which are refused with ErrUnsafe.
+//
+// Crash safety. Create adds the refs, then runs `git worktree add` directly
+// at the final path; on any failure it removes what it added. A process
+// killed meanwhile leaves at most a worktree Git itself marks as still
+// initializing (locked "initializing"), an empty directory, or the two refs
+// pointing at the same commit. Prune, and Create for the same key, remove
+// exactly those; they never remove a worktree that finished, a non-empty
+// directory Git does not know, or a branch that moved past its base, so no
+// work is ever lost to them. Only Remove deletes a finished worktree, and
+// only a clean one.
+//
+// One Manager must own Dir: two processes sharing it could see each other's
+// creations in progress as half-created.
+package worktree
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/review"
+)
+
+// DefaultGitTimeout bounds one Git invocation when Options.Git is nil. It is
+// generous because `git worktree add` checks out the whole tree.
+const DefaultGitTimeout = 5 * time.Minute
+
+// BranchPrefix starts the name of every branch this package creates.
+const BranchPrefix = "devspace/"
+
+// baseRefPrefix starts the refs recording each branch's base commit.
+const baseRefPrefix = "refs/devspace/base/"
+
+// cleanupTimeout bounds the clean-up after a failed Create, which runs even
+// when the caller's context has ended.
+const cleanupTimeout = time.Minute
+
+// maxKeyLen bounds a key, which becomes a file name.
+const maxKeyLen = 128
+
+// Errors returned by the Manager. The worktree package owns them; they come
+// wrapped with lowercase context meant for logs, so test them with
+// errors.Is. The MCP edge maps ErrNotRepository, ErrNotTopLevel, ErrNoCommits
+// and ErrUnsafe to project_worktree_unavailable and ErrDirty to
+// project_worktree_dirty.
+var (
+	// ErrNotRepository: the Project root is not inside a Git work tree.
+	ErrNotRepository = errors.New("project root is not in a git repository")
+	// ErrNotTopLevel: the Project root is inside a Git repository but is not
+	// its work tree's top level.
+	ErrNotTopLevel = errors.New("project root is not the git top level")
+	// ErrNoCommits: the repository has no commit yet, so there is no HEAD to
+	// branch from.
+	ErrNoCommits = errors.New("repository has no commits")
+	// ErrUnsafe: the repository configures executable clean, smudge or
+	// process filters, or textconv or external diff drivers, which a
+	// checkout or a status would run.
+	ErrUnsafe = errors.New("repository configures executable git filters or diff drivers")
+	// ErrInvalidKey: the key is empty, too long, or not made of ASCII
+	// letters, digits, '.', '_' and '-' starting with a letter or digit.
+	ErrInvalidKey = errors.New("invalid worktree key")
+	// ErrNotFound: no finished worktree is registered for the key.
+	ErrNotFound = errors.New("worktree not found")
+	// ErrConflict: the key's path or branch is taken by something this
+	// package did not leave behind, or that holds work (a non-empty
+	// directory Git does not know, a branch that moved past its base, a
+	// branch checked out elsewhere); nothing was changed.
+	ErrConflict = errors.New("worktree path or branch already in use")
+	// ErrDirty: the worktree has staged, unstaged or untracked (not ignored)
+	// changes; nothing was removed.
+	ErrDirty = errors.New("worktree has uncommitted changes")
+)
+
+// Options configures a Manager.
+type Options struct {
+	// Dir holds the worktrees, typically STATE_DIR/worktrees. Required. It
+	// is created with mode 0700 when missing; an existing directory keeps
+	// its mode.
+	Dir string
+	// Git runs Git. Nil means review.NewGit with Timeout DefaultGitTimeout.
+	Git *review.Git
+}
+
+// Manager creates, finds, inspects and removes managed worktrees. It is safe
+// for concurrent use: operations that change a repository's worktrees are
+// serialized per repository. The zero value is not usable, use New.
+type Manager struct {
+	dir string
+	git *review.Git
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // canonical root → 1-slot semaphore
+}
+
+// Worktree is one managed worktree.
+type Worktree struct {
+	// Key is the caller's key.
+	Key string
+	// Path is the absolute, symlink-free path of the worktree's top level.
+	Path string
+	// Branch is the short name of its branch, "devspace/<short>".
+	Branch string
+	// BaseCommit is the full ID of the commit the branch was created from,
+	// or "" when its record (refs/devspace/base/<short>) was deleted.
+	BaseCommit string
+}
+
+// New returns a Manager for opts, creating opts.Dir when missing.
+//
+// Errors: os.ErrInvalid (wrapped) when opts.Dir is empty; a filesystem error
+// when Dir cannot be created or resolved.
+func New(opts Options) (*Manager, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("worktree: empty directory: %w", os.ErrInvalid)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("worktree: create directory: %w", err)
+	}
+	dir, err := resolveDir(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: resolve directory: %w", err)
+	}
+	g := opts.Git
+	if g == nil {
+		g = review.NewGit(review.GitOptions{Timeout: DefaultGitTimeout})
+	}
+	return &Manager{dir: dir, git: g, locks: map[string]chan struct{}{}}, nil
+}
+
+// Eligible reports whether the Project root at rootPath can host managed
+// worktrees: it is exactly the top level of a Git work tree (a linked
+// worktree qualifies), HEAD names a commit, and the configuration defines no
+// executable filter or diff driver. It only reads the repository.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel, ErrNoCommits, ErrUnsafe
+// (wrapped); review.ErrGit (wrapped) when Git failed; the error of ctx; a
+// filesystem error when rootPath cannot be resolved.
+func (m *Manager) Eligible(ctx context.Context, rootPath string) error {
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	_, err = m.eligible(ctx, root)
+	return err
+}
+
+// eligible is Eligible for a canonical root; it returns HEAD.
+func (m *Manager) eligible(ctx context.Context, root string) (head string, err error) {
+	if err := m.git.CheckTopLevel(ctx, root); err != nil {
+		switch {
+		case errors.Is(err, review.ErrNotRepository):
+			return "", fmt.Errorf("worktree: %w", ErrNotRepository)
+		case errors.Is(err, review.ErrNotTopLevel):
+			return "", fmt.Errorf("worktree: %w", ErrNotTopLevel)
+		}
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	head, err = m.git.Head(ctx, root)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	if head == "" {
+		return "", fmt.Errorf("worktree: %w", ErrNoCommits)
+	}
+	if err := m.checkFilters(ctx, root); err != nil {
+		return "", err
+	}
+	return head, nil
+}
+
+// checkFilters maps review's filter check to ErrUnsafe.
+func (m *Manager) checkFilters(ctx context.Context, dir string) error {
+	err := m.git.CheckFilters(ctx, dir)
+	if errors.Is(err, review.ErrUnsafeFilters) {
+		return fmt.Errorf("worktree: %w", ErrUnsafe)
+	}
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+// Create returns the worktree for key, creating it when none is registered:
+// a new branch devspace/<short> at the commit HEAD of the Project root names
+// (a detached HEAD is fine), checked out at Dir/<repo>/<key>. An existing,
+// finished worktree for key is returned as is, whatever HEAD names now;
+// Create never makes a second one. What an earlier, cut-short Create for key
+// left behind is cleared first (see the package doc).
+//
+// Errors: those of Eligible; ErrInvalidKey; ErrConflict (wrapped) when the
+// key's path or branch is in use; review.ErrGit (wrapped) when Git failed,
+// in which case nothing of this attempt remains; the error of ctx.
+func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	unlock, err := m.lock(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	head, err := m.eligible(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	wt := m.layout(root, key)
+	list, err := m.list(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := find(list, wt.Path); ok && finished(e) {
+		if wt.BaseCommit, err = m.base(ctx, root, wt.Branch); err != nil {
+			return nil, err
+		}
+		return wt, nil
+	}
+
+	if _, err := m.sweep(ctx, root, list, key); err != nil {
+		return nil, err
+	}
+	if err := m.checkFree(ctx, root, wt); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Dir(wt.Path), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("worktree: create repository directory: %w", err)
+	}
+
+	// The base ref first: a kill between the two leaves a base ref without
+	// its branch, which sweep recognises as residue.
+	baseRef, branchRef := baseRefPrefix+shortOf(wt.Branch), "refs/heads/"+wt.Branch
+	if err := m.updateRef(ctx, root, baseRef, head, ""); err != nil {
+		return nil, err
+	}
+	if err := m.updateRef(ctx, root, branchRef, head, ""); err != nil {
+		m.undoCreate(ctx, root, wt, head)
+		return nil, err
+	}
+	if _, err := m.git.Run(ctx, root, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
+		m.undoCreate(ctx, root, wt, head)
+		return nil, fmt.Errorf("worktree: add worktree: %w", err)
+	}
+	wt.BaseCommit = head
+	return wt, nil
+}
+
+// undoCreate removes what a failed Create added, with its own deadline so a
+// cancelled ctx does not stop it. The path did not exist before the attempt
+// (checkFree), so whatever is there now came from it.
+func (m *Manager) undoCreate(ctx context.Context, root string, wt *Worktree, head string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if list, err := m.list(ctx, root); err == nil {
+		if _, ok := find(list, wt.Path); ok {
+			_, _ = m.git.Run(ctx, root, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
+		}
+	}
+	_ = os.RemoveAll(wt.Path)
+	short := shortOf(wt.Branch)
+	_ = m.updateRef(ctx, root, "refs/heads/"+wt.Branch, "", head)
+	_ = m.updateRef(ctx, root, baseRefPrefix+short, "", head)
+}
+
+// checkFree returns ErrConflict unless neither wt's path nor its refs exist.
+func (m *Manager) checkFree(ctx context.Context, root string, wt *Worktree) error {
+	if _, err := os.Lstat(wt.Path); err == nil {
+		return fmt.Errorf("worktree: %s exists: %w", wt.Path, ErrConflict)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	for _, ref := range []string{"refs/heads/" + wt.Branch, baseRefPrefix + shortOf(wt.Branch)} {
+		id, err := m.resolveRef(ctx, root, ref)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			return fmt.Errorf("worktree: %s exists: %w", ref, ErrConflict)
+		}
+	}
+	return nil
+}
+
+// Get returns the finished worktree registered for key.
+//
+// Errors: ErrInvalidKey; ErrNotFound (wrapped) when none is, including while
+// Create is still making it; review.ErrGit (wrapped) when Git failed; the
+// error of ctx; a filesystem error when rootPath cannot be resolved.
+func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	return m.get(ctx, root, key)
+}
+
+func (m *Manager) get(ctx context.Context, root, key string) (*Worktree, error) {
+	wt := m.layout(root, key)
+	list, err := m.list(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := find(list, wt.Path); !ok || !finished(e) {
+		return nil, fmt.Errorf("worktree: %w", ErrNotFound)
+	}
+	if wt.BaseCommit, err = m.base(ctx, root, wt.Branch); err != nil {
+		return nil, err
+	}
+	return wt, nil
+}
+
+// Dirty reports whether wt has staged, unstaged or untracked changes;
+// ignored files (.gitignore, info/exclude) do not count, nor do files whose
+// timestamps changed but whose content did not. It only reads: three
+// plumbing commands that never refresh or write the index, as in the review
+// package, instead of `git status`:
+//
+//   - diff-index --cached --quiet HEAD: staged changes (index against
+//     HEAD; no work tree content involved);
+//   - diff-files --numstat: unstaged changes. Plumbing does not refresh the
+//     index, so a file whose stat data changed is compared by content, and
+//     --numstat lists only real differences (a mode change as 0/0), unlike
+//     --raw or --quiet, which also report stat-only ones;
+//   - ls-files --others --exclude-standard --directory
+//     --no-empty-directory: untracked files, ignored ones left out, empty
+//     directories too (`git worktree remove` does not count those either).
+//
+// Errors: ErrNotFound (wrapped) when wt.Path is no longer the top level of a
+// worktree; ErrUnsafe (wrapped); review.ErrGit (wrapped) when Git failed; the
+// error of ctx; os.ErrInvalid (wrapped) when wt is not one of this
+// Manager's worktrees.
+func (m *Manager) Dirty(ctx context.Context, wt *Worktree) (bool, error) {
+	if err := m.owns(wt); err != nil {
+		return false, err
+	}
+	return m.dirty(ctx, wt.Path)
+}
+
+func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
+	if err := m.git.CheckTopLevel(ctx, path); err != nil {
+		if errors.Is(err, review.ErrNotRepository) || errors.Is(err, review.ErrNotTopLevel) || errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("worktree: %s: %w", path, ErrNotFound)
+		}
+		return false, fmt.Errorf("worktree: %w", err)
+	}
+	if err := m.checkFilters(ctx, path); err != nil {
+		return false, err
+	}
+	var exit *review.ExitError
+	_, err := m.git.Run(ctx, path, "diff-index", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+	switch {
+	case errors.As(err, &exit) && exit.Code == 1:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("worktree: staged changes: %w", err)
+	}
+	out, err := m.git.Run(ctx, path, "diff-files", "-z", "--numstat", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--")
+	switch {
+	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("worktree: unstaged changes: %w", err)
+	}
+	out, err = m.git.Run(ctx, path, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--")
+	switch {
+	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("worktree: untracked files: %w", err)
+	}
+	return false, nil
+}
+
+// Remove deletes a clean worktree, its branch and its base ref: `git worktree
+// remove` without --force, then `git branch -D`. Commits made on the branch
+// are no longer referenced afterwards (Git's reflog of HEAD in the source
+// does not list them either); callers that want to keep them must merge or
+// push first. Remove is the only operation that deletes a finished worktree.
+//
+// Errors: ErrDirty (wrapped) when the worktree has changes (Dirty), checked
+// again by Git itself, and nothing is removed; ErrNotFound (wrapped) when no
+// finished worktree is registered for wt.Key; ErrUnsafe (wrapped);
+// review.ErrGit (wrapped) when Git failed or refused (a locked worktree, one
+// with submodules); the error of ctx; os.ErrInvalid (wrapped) when wt is not
+// one of this Manager's worktrees of rootPath.
+func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) error {
+	if err := m.owns(wt); err != nil {
+		return err
+	}
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	if want := m.layout(root, wt.Key); want.Path != wt.Path {
+		return fmt.Errorf("worktree: %s is not a worktree of %s: %w", wt.Path, root, os.ErrInvalid)
+	}
+	unlock, err := m.lock(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	cur, err := m.get(ctx, root, wt.Key)
+	if err != nil {
+		return err
+	}
+	dirty, err := m.dirty(ctx, cur.Path)
+	if err != nil {
+		return err
+	}
+	if dirty {
+		return fmt.Errorf("worktree: %w", ErrDirty)
+	}
+	// Git checks again (with `git status`, filters already checked above),
+	// which covers a write since the check.
+	if _, err := m.git.Run(ctx, root, writeArgs("worktree", "remove", cur.Path)...); err != nil {
+		var exit *review.ExitError
+		if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "contains modified or untracked files") {
+			return fmt.Errorf("worktree: %w", ErrDirty)
+		}
+		return fmt.Errorf("worktree: remove worktree: %w", err)
+	}
+	branchRef := "refs/heads/" + cur.Branch
+	id, err := m.resolveRef(ctx, root, branchRef)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		// branch -D, not update-ref: it refuses a branch checked out in
+		// another worktree.
+		if _, err := m.git.Run(ctx, root, writeArgs("branch", "-D", cur.Branch)...); err != nil {
+			return fmt.Errorf("worktree: delete branch: %w", err)
+		}
+	}
+	if err := m.updateRef(ctx, root, baseRefPrefix+shortOf(cur.Branch), "", ""); err != nil {
+		return err
+	}
+	return nil
+}
+
+// owns checks that wt looks like one of this Manager's worktrees.
+func (m *Manager) owns(wt *Worktree) error {
+	if wt == nil || checkKey(wt.Key) != nil || !filepath.IsAbs(wt.Path) ||
+		filepath.Base(wt.Path) != wt.Key || filepath.Dir(filepath.Dir(wt.Path)) != m.dir {
+		return fmt.Errorf("worktree: not a managed worktree: %w", os.ErrInvalid)
+	}
+	return nil
+}
+
+// layout returns the Worktree key would have for root, without BaseCommit.
+func (m *Manager) layout(root, key string) *Worktree {
+	return &Worktree{
+		Key:    key,
+		Path:   filepath.Join(m.repoDir(root), key),
+		Branch: BranchPrefix + hash(key)[:10],
+	}
+}
+
+// repoDir is the directory holding root's worktrees.
+func (m *Manager) repoDir(root string) string {
+	return filepath.Join(m.dir, hash(root)[:16])
+}
+
+// base returns the commit refs/devspace/base/<short> names, or "".
+func (m *Manager) base(ctx context.Context, root, branch string) (string, error) {
+	return m.resolveRef(ctx, root, baseRefPrefix+shortOf(branch))
+}
+
+// resolveRef returns the object ID ref names, or "" when it does not exist.
+func (m *Manager) resolveRef(ctx context.Context, root, ref string) (string, error) {
+	out, err := m.git.Run(ctx, root, "rev-parse", "-q", "--verify", ref)
+	var exit *review.ExitError
+	if errors.As(err, &exit) && exit.Code == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("worktree: resolve %s: %w", ref, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// updateRef sets ref to newID, or deletes it when newID is "", if it
+// currently is oldID ("" meaning: must not exist when creating, any value
+// when deleting).
+func (m *Manager) updateRef(ctx context.Context, root, ref, newID, oldID string) error {
+	var args []string
+	if newID == "" {
+		args = writeArgs("update-ref", "-m", "devspace: remove worktree", "-d", ref)
+		if oldID != "" {
+			args = append(args, oldID)
+		}
+	} else {
+		args = writeArgs("update-ref", "-m", "devspace: create worktree", ref, newID, oldID)
+	}
+	if _, err := m.git.Run(ctx, root, args...); err != nil {
+		return fmt.Errorf("worktree: update %s: %w", ref, err)
+	}
+	return nil
+}
+
+// lock serializes changes to root's worktrees.
+func (m *Manager) lock(ctx context.Context, root string) (unlock func(), err error) {
+	m.mu.Lock()
+	sem, ok := m.locks[root]
+	if !ok {
+		sem = make(chan struct{}, 1)
+		m.locks[root] = sem
+	}
+	m.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("worktree: wait for repository: %w", ctx.Err())
+	}
+}
+
+// writeArgs prefixes a writing command with a fixed identity, so that the
+// reflog entries it writes do not depend on the server's user (system and
+// global configuration are off).
+func writeArgs(args ...string) []string {
+	return append([]string{"-c", "user.name=DevSpace", "-c", "user.email=devspace@localhost"}, args...)
+}
+
+// finished reports whether e is a worktree Create completed and that still
+// has its directory.
+func finished(e entry) bool {
+	return !e.halfCreated() && !e.prunable && !e.bare
+}
+
+// shortOf returns the <short> of a "devspace/<short>" branch.
+func shortOf(branch string) string {
+	return strings.TrimPrefix(branch, BranchPrefix)
+}
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// checkKey returns ErrInvalidKey unless key is a safe file name.
+func checkKey(key string) error {
+	if key == "" || len(key) > maxKeyLen {
+		return fmt.Errorf("worktree: key of %d bytes: %w", len(key), ErrInvalidKey)
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return fmt.Errorf("worktree: key %q: %w", key, ErrInvalidKey)
+		}
+	}
+	return nil
+}
+
+// resolveDir returns the absolute, symlink-free form of an existing
+// directory.
+func resolveDir(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s: not a directory: %w", real, os.ErrInvalid)
+	}
+	return real, nil
+}
+
+// isEmptyDir reports whether p is a directory with no entries.
+func isEmptyDir(p string) bool {
+	// Lstat first: opening a FIFO would block, and a symlink is not ours.
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		return false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err = f.Readdirnames(1)
+	return err == io.EOF
+}
