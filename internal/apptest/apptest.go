@@ -152,6 +152,15 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
+// Attach returns an Env that drives the HTTP side of an instance running
+// elsewhere at baseURL, such as a `devspace serve` process a harness
+// started: Register, Authorize, Token, Revoke, Grant and GrantFor work on
+// it. It has no App, state directory, roots or clock: Stop does nothing,
+// and Restart must not be called.
+func Attach(t testing.TB, baseURL string) *Env {
+	return &Env{t: t, URL: strings.TrimSuffix(baseURL, "/"), Roots: map[string]string{}, env: map[string]string{}}
+}
+
 // SetEnv changes a configuration variable for the next Restart.
 func (e *Env) SetEnv(k, v string) { e.env[k] = v }
 

@@ -5,7 +5,7 @@
 package mcpserver
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -157,27 +157,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.stateful.ServeHTTP(w, r)
 }
 
-// refuseBatch reads the (already size-capped) body and answers JSON-RPC
-// batch arrays with 400: no protocol revision we serve allows them. It
-// reports whether the request may proceed, with its body restored.
+// refuseBatch answers JSON-RPC batch arrays with 400 (no protocol
+// revision we serve allows them), looking only at the first non-blank
+// byte so the body is not copied. It reports whether the request may
+// proceed, with its body intact.
 func (s *Server) refuseBatch(w http.ResponseWriter, r *http.Request) bool {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-		} else {
-			http.Error(w, "could not read the request body", http.StatusBadRequest)
+	br := bufio.NewReaderSize(r.Body, 512)
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			break // empty or unreadable: let the SDK answer
 		}
-		return false
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
+			_, _ = br.ReadByte()
+			continue
+		}
+		if b[0] == '[' {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}`))
+			return false
+		}
+		break
 	}
-	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"batch requests are not supported"}}`))
-		return false
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
 	return true
 }
 

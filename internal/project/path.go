@@ -67,6 +67,12 @@ func CleanRel(p string) (string, error) {
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", denied(ReasonParent)
 	}
+	// Cleaning may bring a backslash or drive-letter first element forward
+	// ("./C:", "./\\x"): refuse them in every spelling, so that the result
+	// is a fixed point.
+	if strings.HasPrefix(c, `\`) || len(c) >= 2 && c[1] == ':' && isLetter(c[0]) {
+		return "", denied(ReasonAbsolute)
+	}
 	return c, nil
 }
 

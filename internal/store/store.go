@@ -82,6 +82,10 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	// SQLite serialises writers anyway; a bounded pool keeps descriptors and
+	// memory flat under load (200 sessions opened ~200 connections).
+	sqlDB.SetMaxOpenConns(16)
+	sqlDB.SetMaxIdleConns(16)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		sqlDB.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
