@@ -33,6 +33,10 @@ const (
 	// Config keeps it verbatim; the caller resolves it before using Issuer or
 	// Resource.
 	AutoPublicBaseURL = "auto"
+	// DefaultCloudflaredMetrics is cloudflared's metrics server as the
+	// compose file names it; DEVSPACE_PUBLIC_BASE_URL=auto asks it for the
+	// quick-tunnel hostname.
+	DefaultCloudflaredMetrics = "http://cloudflared:20241"
 
 	DefaultListen        = "127.0.0.1:7676"
 	DefaultControlListen = "127.0.0.1:7677"
@@ -116,8 +120,15 @@ type Config struct {
 	// PublicBaseURL is the public origin without /mcp
 	// (DEVSPACE_PUBLIC_BASE_URL), normalized to scheme://host[:port] with a
 	// lower-case scheme and host. Default: DefaultPublicBaseURL. The value
-	// AutoPublicBaseURL is kept verbatim.
+	// AutoPublicBaseURL is kept verbatim until ResolvePublicBaseURL.
 	PublicBaseURL string
+	// CloudflaredMetrics is the base URL of cloudflared's metrics server,
+	// without a trailing slash (DEVSPACE_CLOUDFLARED_METRICS), used only
+	// when PublicBaseURL is AutoPublicBaseURL. Default:
+	// DefaultCloudflaredMetrics, also when empty in a hand-built Config. It
+	// must be http with a host and no path; an IP literal must be loopback
+	// or private.
+	CloudflaredMetrics string
 	// Listen is the public listener's host:port (DEVSPACE_LISTEN). Default:
 	// DefaultListen.
 	Listen string
@@ -277,6 +288,7 @@ func Load(args []string, lookupEnv func(string) (string, bool)) (*Config, error)
 func defaults(lookupEnv func(string) (string, bool)) *Config {
 	c := &Config{
 		PublicBaseURL:             DefaultPublicBaseURL,
+		CloudflaredMetrics:        DefaultCloudflaredMetrics,
 		Listen:                    DefaultListen,
 		ControlListen:             DefaultControlListen,
 		MetricsListen:             DefaultMetricsListen,
@@ -353,6 +365,37 @@ func (c *Config) Resource() string { return c.PublicBaseURL + MCPPath }
 // PublicURLIsAuto reports whether PublicBaseURL is still AutoPublicBaseURL
 // and must be resolved before Issuer and Resource mean anything.
 func (c *Config) PublicURLIsAuto() bool { return c.PublicBaseURL == AutoPublicBaseURL }
+
+// ResolvePublicBaseURL replaces AutoPublicBaseURL with the origin learned
+// at startup (from cloudflared), after checking it as
+// DEVSPACE_PUBLIC_BASE_URL would be checked, and adds its host (bare and
+// with the port) to the front of AllowedHosts, since the operator could not
+// list a host nobody knew yet. It returns an *Error naming
+// DEVSPACE_PUBLIC_BASE_URL and changes nothing when origin is invalid or
+// PublicBaseURL is not AutoPublicBaseURL. Call it before the Config is
+// shared.
+func (c *Config) ResolvePublicBaseURL(origin string) error {
+	if !c.PublicURLIsAuto() {
+		return errorf(envPublicBaseURL, "is %q, not %q; there is nothing to resolve", c.PublicBaseURL, AutoPublicBaseURL)
+	}
+	origin = normalizePublicURL(origin)
+	if origin == AutoPublicBaseURL {
+		return errorf(envPublicBaseURL, "the resolved origin must not be %q", AutoPublicBaseURL)
+	}
+	if errs := validatePublicBaseURL(origin); len(errs) > 0 {
+		return errs[0]
+	}
+	var hosts []string
+	for _, h := range DefaultAllowedHosts(origin, c.Listen) {
+		if IsLoopbackHost(h) || IsLoopbackAddr(h) {
+			break // the public host's entries come first
+		}
+		hosts = append(hosts, h)
+	}
+	c.PublicBaseURL = origin
+	c.AllowedHosts = dedupe(append(hosts, c.AllowedHosts...))
+	return nil
+}
 
 // ControlIsLoopback reports whether ControlListen binds a loopback address.
 func (c *Config) ControlIsLoopback() bool { return IsLoopbackAddr(c.ControlListen) }

@@ -80,11 +80,12 @@ func symlink(t *testing.T, target string, parts ...string) string {
 // defaultConfig is what Load returns for baseEnv and no flags.
 func defaultConfig() *Config {
 	return &Config{
-		StateDir:      "/nonexistent-home/.local/share/devspace",
-		PublicBaseURL: "http://127.0.0.1:7676",
-		Listen:        "127.0.0.1:7676",
-		ControlListen: "127.0.0.1:7677",
-		MetricsListen: "127.0.0.1:7678",
+		StateDir:           "/nonexistent-home/.local/share/devspace",
+		PublicBaseURL:      "http://127.0.0.1:7676",
+		CloudflaredMetrics: "http://cloudflared:20241",
+		Listen:             "127.0.0.1:7676",
+		ControlListen:      "127.0.0.1:7677",
+		MetricsListen:      "127.0.0.1:7678",
 		AllowedHosts: []string{
 			"127.0.0.1", "127.0.0.1:7676", "localhost", "localhost:7676", "[::1]", "[::1]:7676",
 		},
@@ -155,6 +156,7 @@ func TestLoadEnv(t *testing.T) {
 		"DEVSPACE_STATE_DIR", "/var/lib/devspace",
 		"DEVSPACE_PROJECTS", " web="+app+" , "+lib+",",
 		"DEVSPACE_PUBLIC_BASE_URL", "HTTPS://Dev.Example.COM/",
+		"DEVSPACE_CLOUDFLARED_METRICS", "http://127.0.0.1:20241/",
 		"DEVSPACE_LISTEN", "0.0.0.0:8080",
 		"DEVSPACE_CONTROL_LISTEN", "[::1]:8081",
 		"DEVSPACE_METRICS_LISTEN", "0.0.0.0:8082",
@@ -181,6 +183,7 @@ func TestLoadEnv(t *testing.T) {
 		StateDir:                  "/var/lib/devspace",
 		Projects:                  []Project{{Label: "web", Path: app}, {Label: "lib", Path: lib}},
 		PublicBaseURL:             "https://dev.example.com",
+		CloudflaredMetrics:        "http://127.0.0.1:20241",
 		Listen:                    "0.0.0.0:8080",
 		ControlListen:             "[::1]:8081",
 		MetricsListen:             "0.0.0.0:8082",
@@ -1067,7 +1070,7 @@ func TestUsageDocumentsEverySetting(t *testing.T) {
 		}
 	}
 	for _, f := range []string{
-		"state-dir", "projects", "public-base-url", "listen", "control-listen", "metrics-listen",
+		"state-dir", "projects", "public-base-url", "cloudflared-metrics", "listen", "control-listen", "metrics-listen",
 		"allowed-hosts", "oauth-scopes", "oauth-allowed-redirect-hosts", "oauth-access-ttl",
 		"oauth-refresh-ttl", "oauth-grant-max-lifetime", "owner-password-file", "master-key-file",
 		"log-level", "log-format", "log-shell-commands", "instruction-fallbacks", "skill-paths",

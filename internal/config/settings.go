@@ -17,6 +17,7 @@ const (
 	envStateDir             = "DEVSPACE_STATE_DIR"
 	envProjects             = "DEVSPACE_PROJECTS"
 	envPublicBaseURL        = "DEVSPACE_PUBLIC_BASE_URL"
+	envCloudflaredMetrics   = "DEVSPACE_CLOUDFLARED_METRICS"
 	envListen               = "DEVSPACE_LISTEN"
 	envControlListen        = "DEVSPACE_CONTROL_LISTEN"
 	envMetricsListen        = "DEVSPACE_METRICS_LISTEN"
@@ -76,9 +77,18 @@ func settings() []setting {
 		{
 			flag: "public-base-url", env: envPublicBaseURL, arg: "URL",
 			def:   DefaultPublicBaseURL,
-			usage: "Public origin as ChatGPT reaches it, without /mcp (for example https://devspace.example.com). https is required unless the host is loopback. The OAuth issuer is this URL and the MCP resource is this URL + /mcp. \"auto\" means: learn it from cloudflared at startup.",
+			usage: "Public origin as ChatGPT reaches it, without /mcp (for example https://devspace.example.com). https is required unless the host is loopback. The OAuth issuer is this URL and the MCP resource is this URL + /mcp. \"auto\" means: learn it at startup from a cloudflared quick tunnel (see --cloudflared-metrics); a new quick-tunnel URL means every client must authorize again.",
 			parse: func(c *Config, v string) error {
 				c.PublicBaseURL = normalizePublicURL(v)
+				return nil
+			},
+		},
+		{
+			flag: "cloudflared-metrics", env: envCloudflaredMetrics, arg: "URL",
+			def:   DefaultCloudflaredMetrics,
+			usage: "cloudflared's metrics server, which DEVSPACE_PUBLIC_BASE_URL=auto asks for the quick-tunnel hostname (GET /quicktunnel) at startup. http only, and only a loopback or private (compose or cluster network) address is contacted.",
+			parse: func(c *Config, v string) error {
+				c.CloudflaredMetrics = strings.TrimRight(v, "/")
 				return nil
 			},
 		},

@@ -31,6 +31,7 @@ func (c *Config) validate() []error {
 	add(validateStateDir(c.StateDir, roots)...)
 	add(projectErrs...)
 	add(validatePublicBaseURL(c.PublicBaseURL)...)
+	add(validateCloudflaredMetrics(c.CloudflaredMetrics)...)
 	add(c.validateListeners()...)
 	add(validateAllowedHosts(c.AllowedHosts)...)
 	add(validateScopes(c.OAuthScopes)...)
@@ -255,6 +256,42 @@ func validatePublicBaseURL(v string) []error {
 		return bad("%q must use https; plain http is allowed only for a loopback host (localhost, 127.0.0.1, [::1])", v)
 	}
 	return nil
+}
+
+// validateCloudflaredMetrics checks DEVSPACE_CLOUDFLARED_METRICS: an http
+// origin whose host, when it is an IP literal, is loopback or private. A
+// host name is checked again when it is dialed (package quicktunnel), since
+// only then is its address known. Empty (a hand-built Config) means the
+// default.
+func validateCloudflaredMetrics(v string) []error {
+	if v == "" {
+		return nil
+	}
+	bad := func(format string, args ...any) []error {
+		return []error{errorf(envCloudflaredMetrics, format, args...)}
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Scheme == "" || u.Opaque != "":
+		return bad("%q is not a URL; give cloudflared's metrics address, such as %s", v, DefaultCloudflaredMetrics)
+	case u.Scheme != "http":
+		return bad("%q must start with http://; cloudflared's metrics server speaks plain HTTP on the local network", v)
+	case u.Hostname() == "":
+		return bad("%q has no host; give cloudflared's metrics address, such as %s", v, DefaultCloudflaredMetrics)
+	case u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
+		return bad("%q must be an origin only (http://host:port), without a path, query or user name", v)
+	}
+	if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && !IsLocalAddr(a) {
+		return bad("%q is not a loopback or private address; DevSpace asks only cloudflared on this host or its container network", v)
+	}
+	return nil
+}
+
+// IsLocalAddr reports whether a is loopback or private (RFC 1918, RFC 4193):
+// an address on this host or on a compose or cluster network.
+func IsLocalAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.Zone() == "" && (a.IsLoopback() || a.IsPrivate())
 }
 
 func (c *Config) validateListeners() []error {

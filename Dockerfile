@@ -1,0 +1,103 @@
+# DevSpace container image (DESIGN §11).
+#
+#   docker build -t devspace .                     # the normal multi-stage build
+#   docker build --target runtime-prebuilt \
+#     --build-arg RUNTIME_IMAGE=devspace-base:… -t devspace:e2e .
+#                                                  # a static binary built on the host
+#                                                  # (bin/devspace) on a locally made base
+#
+# Works with the legacy builder and with BuildKit (no `RUN --mount`, no
+# `COPY --chmod`, no syntax directive). The legacy builder runs every stage
+# up to its target, so the stages are ordered for it: runtime-prebuilt comes
+# before the builder stage (it never needs the builder image) and passes
+# without a prebuilt binary (a normal build walks through it too).
+
+ARG BUILDER_IMAGE=golang:1.26-bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
+
+# ---------------------------------------------------------------------------
+# base: the runtime without the binary. Commands the model runs execute in
+# here, so it carries the tools a coding agent expects.
+FROM ${RUNTIME_IMAGE} AS base
+ARG DEVSPACE_UID=10001
+ARG DEVSPACE_GID=10001
+# The package list stays in the image, next to the binary.
+COPY deploy/image/packages.txt /usr/local/lib/devspace/packages.txt
+# apt runs only for packages the base lacks: a base made by
+# deploy/image/base-image already has them all and needs no network.
+RUN set -eu; \
+    missing=""; \
+    for p in $(grep -v -e '^#' -e '^[[:space:]]*$' /usr/local/lib/devspace/packages.txt); do \
+      dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; \
+    done; \
+    if [ -n "$missing" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing; \
+      rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    ln -s ../lib/devspace/devspace /usr/local/bin/devspace; \
+    groupadd --gid "$DEVSPACE_GID" devspace; \
+    useradd --uid "$DEVSPACE_UID" --gid "$DEVSPACE_GID" --home-dir /home/devspace --create-home \
+      --shell /bin/bash devspace; \
+    chmod 0700 /home/devspace; \
+    mkdir -p /data /projects; \
+    chown "$DEVSPACE_UID:$DEVSPACE_GID" /data; \
+    chmod 0700 /data
+
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="DevSpace" \
+      org.opencontainers.image.description="Self-hosted MCP server and OAuth 2.1 authorization server that lets ChatGPT work on your approved Projects" \
+      org.opencontainers.image.source="https://github.com/devspace-dev/devspace" \
+      org.opencontainers.image.url="https://github.com/devspace-dev/devspace" \
+      org.opencontainers.image.documentation="https://github.com/devspace-dev/devspace#deployment" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.vendor="DevSpace"
+
+# The image listens on all interfaces for the public (7676) and metrics
+# (7678) listeners; the control listener stays on the container's loopback
+# (127.0.0.1:7677), reachable only through `docker exec`.
+ENV DEVSPACE_STATE_DIR=/data \
+    DEVSPACE_LISTEN=0.0.0.0:7676 \
+    DEVSPACE_METRICS_LISTEN=0.0.0.0:7678 \
+    DEVSPACE_LOG_FORMAT=json \
+    HOME=/home/devspace \
+    LANG=C.UTF-8
+VOLUME ["/data"]
+EXPOSE 7676 7678
+WORKDIR /projects
+USER ${DEVSPACE_UID}:${DEVSPACE_GID}
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+    CMD ["devspace", "healthcheck"]
+# tini is PID 1: it reaps what a dying command supervisor leaves behind and
+# forwards SIGTERM to the server, which stops every command tree.
+ENTRYPOINT ["tini", "--", "devspace"]
+CMD ["serve"]
+
+# ---------------------------------------------------------------------------
+# runtime-prebuilt: the static binary bin/devspace built outside
+# (CGO_ENABLED=0 go build), for tests and machines that cannot pull the
+# builder image. bin/devspac[e] is a pattern, which may match nothing (with
+# packages.txt always matching), so a normal build passes through here.
+FROM base AS runtime-prebuilt
+COPY deploy/image/packages.txt bin/devspac[e] /usr/local/lib/devspace/
+
+# ---------------------------------------------------------------------------
+# build: the static binary.
+FROM ${BUILDER_IMAGE} AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd ./cmd
+COPY internal ./internal
+ARG VERSION=dev
+ARG REVISION=
+RUN CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X github.com/devspace-dev/devspace/internal/buildinfo.version=${VERSION} -X github.com/devspace-dev/devspace/internal/buildinfo.commit=${REVISION}" \
+      -o /out/devspace ./cmd/devspace
+
+# ---------------------------------------------------------------------------
+# runtime (default target).
+FROM base AS runtime
+COPY --from=build /out/devspace /usr/local/lib/devspace/devspace

@@ -1,0 +1,176 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stack is a compose project made of the repository's compose files.
+type stack struct {
+	t     *testing.T
+	name  string
+	files []string
+	env   []string
+}
+
+// run runs `docker compose <args>` for the stack and returns its combined
+// output.
+func (s *stack) run(args ...string) (string, error) {
+	s.t.Helper()
+	envFile := filepath.Join(s.t.TempDir(), "empty.env") // never a developer's .env
+	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	full := []string{"--project-name", s.name, "--project-directory", repoRoot, "--env-file", envFile}
+	for _, f := range s.files {
+		full = append(full, "-f", filepath.Join(repoRoot, f))
+	}
+	cmd := exec.Command(composeBin, append(full, args...)...)
+	cmd.Env = append(os.Environ(), s.env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (s *stack) must(args ...string) string {
+	s.t.Helper()
+	out, err := s.run(args...)
+	if err != nil {
+		s.t.Fatalf("docker compose %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// probeScript prints, for each host:port argument, whether a TCP
+// connection opens, is refused, or the name does not resolve.
+const probeScript = `import socket, sys
+for t in sys.argv[1:]:
+    h, p = t.rsplit(":", 1)
+    try:
+        socket.create_connection((h, int(p)), timeout=3).close()
+        r = "open"
+    except ConnectionRefusedError:
+        r = "refused"
+    except socket.gaierror:
+        r = "unresolved"
+    except OSError:
+        r = "unreachable"
+    print(t, r)
+`
+
+// TestCompose exercises compose.yaml itself, with the quick-tunnel
+// override, and cloudflared replaced by a stand-in (deploy/e2e): the README's
+// first run (`run --rm devspace init`, `up`), DEVSPACE_PUBLIC_BASE_URL=auto,
+// the OAuth flow and MCP through the "tunnel", the owner CLI through
+// `exec`, and which listener each network reaches.
+func TestCompose(t *testing.T) {
+	dirs := hostDirs(t, "alpha", "beta", "secrets")
+	writeFile(t, filepath.Join(dirs["alpha"], "README.md"), "# alpha\n", 0o644)
+	pw := filepath.Join(dirs["secrets"], "owner")
+	writeFile(t, pw, ownerPassword+"\n", 0o400)
+	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),
+		files: []string{"compose.yaml", "compose.quick-tunnel.yaml", "deploy/e2e/compose.e2e.yaml"},
+		env: []string{"DEVSPACE_IMAGE=" + image, "DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "DEVSPACE_PROJECT_LABEL=alpha",
+			"E2E_BETA_DIR=" + dirs["beta"], "E2E_OWNER_PASSWORD_FILE=" + pw}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := s.run("logs", "--no-color", "--tail", "40")
+			t.Logf("compose logs:\n%s", out)
+		}
+		if out, err := s.run("down", "--volumes", "--remove-orphans", "--timeout", "20"); err != nil {
+			t.Logf("compose down: %v\n%s", err, out)
+		}
+	})
+
+	// The files as users run them are valid on their own too.
+	for _, files := range [][]string{{"compose.yaml"}, {"compose.yaml", "compose.quick-tunnel.yaml"}} {
+		plain := &stack{t: t, name: s.name, files: files, env: []string{"DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "TUNNEL_TOKEN=x"}}
+		plain.must("config", "--quiet")
+	}
+
+	start := time.Now()
+	if out := s.must("run", "--rm", "-T", "devspace", "init"); !strings.Contains(out, "DevSpace state created in /data") {
+		t.Fatalf("init: %s", out)
+	}
+	s.must("up", "--detach", "--wait", "--wait-timeout", "120")
+	t.Logf("init + up (healthy) took %s", time.Since(start).Round(time.Millisecond))
+
+	port := strings.TrimSpace(s.must("port", "cloudflared", "8080"))
+	if !strings.HasPrefix(port, "127.0.0.1:") {
+		t.Fatalf("stand-in tunnel published at %q, want 127.0.0.1 only", port)
+	}
+	const public = "https://e2e-tunnel.trycloudflare.com"
+	e := newEndpoint(public, "http://"+port, "", "")
+
+	// DEVSPACE_PUBLIC_BASE_URL=auto learned the tunnel's hostname.
+	resp, body := e.get(t, "/.well-known/oauth-authorization-server")
+	var meta struct {
+		Issuer string `json:"issuer"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &meta) != nil || meta.Issuer != public {
+		t.Fatalf("authorization server metadata through the tunnel: %s %s", resp.Status, body)
+	}
+
+	// The whole flow through the tunnel: consent, tokens, MCP, a command.
+	c := e.register(t, "Compose")
+	tok := e.grant(t, c, []string{"alpha", "beta"}, allScopes)
+	cn := e.connect(t, tok.AccessToken, "compose")
+	if refs := cn.projects(); len(refs) != 2 {
+		t.Fatalf("list_projects: %v", refs)
+	}
+	cn.open("open", cn.projects()["alpha"])
+	if out := cn.shell("id", "id -u; cat README.md", nil)["output"]; out != "10001\n# alpha\n" {
+		t.Errorf("command output: %q", out)
+	}
+
+	// The owner CLI through `docker compose exec`, over the control listener.
+	if out := s.must("exec", "-T", "devspace", "devspace", "grants", "list"); !strings.Contains(out, "Compose") || !strings.Contains(out, "alpha,beta") {
+		t.Errorf("grants list:\n%s", out)
+	}
+
+	// The tunnel reaches the public listener only; Prometheus reaches the
+	// metrics; nothing reaches the control listener.
+	probe := func(service string, targets ...string) map[string]string {
+		t.Helper()
+		out := s.must(append([]string{"exec", "-T", service, "python3", "-c", probeScript}, targets...)...)
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) == 2 {
+				got[f[0]] = f[1]
+			}
+		}
+		return got
+	}
+	fromTunnel := probe("cloudflared", "devspace:7676", "devspace:7677", "devspace:7678", "devspace-metrics:7678")
+	if fromTunnel["devspace:7676"] != "open" || fromTunnel["devspace:7677"] != "refused" || fromTunnel["devspace:7678"] != "refused" ||
+		fromTunnel["devspace-metrics:7678"] == "open" {
+		t.Errorf("from the tunnel: %v", fromTunnel)
+	}
+	fromMonitoring := probe("prometheus", "devspace-metrics:7678", "devspace-metrics:7677", "devspace:7677")
+	t.Logf("from the tunnel: %v; from the monitoring network: %v", fromTunnel, fromMonitoring)
+	if fromMonitoring["devspace-metrics:7678"] != "open" || fromMonitoring["devspace-metrics:7677"] != "refused" || fromMonitoring["devspace:7677"] != "refused" {
+		t.Errorf("from the monitoring network: %v", fromMonitoring)
+	}
+	scrape := s.must("exec", "-T", "prometheus", "python3", "-c",
+		"import urllib.request; print(urllib.request.urlopen('http://devspace-metrics:7678/metrics', timeout=5).read().decode())")
+	if !strings.Contains(scrape, "devspace_tool_calls_total") {
+		t.Errorf("metrics scraped from the monitoring network:\n%s", tail(scrape, 10))
+	}
+
+	if out := s.must("exec", "-T", "devspace", "devspace", "grants", "revoke-all"); !strings.Contains(out, "Revoked 1 grant") {
+		t.Errorf("revoke-all: %s", out)
+	}
+	if r := cn.call("list_projects", nil); r.err == nil && !r.isError {
+		t.Errorf("the grant works after revoke-all: %v", r.sc)
+	}
+}
