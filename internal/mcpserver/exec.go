@@ -444,7 +444,7 @@ func (in *writeStdinIn) validate() error {
 }
 
 func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (processOut, error) {
-	entry, err := s.procFor(ctx, c, in.ProcessRef, false)
+	entry, _, err := s.procFor(ctx, c, in.ProcessRef, false)
 	if err != nil {
 		return processOut{}, err
 	}
@@ -554,11 +554,7 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	if in.OutputRef != "" {
 		ref, byOutput = in.OutputRef, true
 	}
-	entry, err := s.procFor(ctx, c, ref, byOutput)
-	if err != nil {
-		return readOutputOut{}, err
-	}
-	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	entry, e, err := s.procFor(ctx, c, ref, byOutput)
 	if err != nil {
 		return readOutputOut{}, err
 	}
@@ -679,20 +675,21 @@ func searchOutput(p *process.Process, size, off int64, q string) ([]searchHit, i
 	return hits, size, nil
 }
 
-// procFor finds a process of the caller's current execution.
-func (s *Server) procFor(ctx context.Context, c *call, ref string, byOutput bool) (*procEntry, error) {
+// procFor finds a process of the caller's current execution, which it
+// returns too (resolved once, with the full re-check).
+func (s *Server) procFor(ctx context.Context, c *call, ref string, byOutput bool) (*procEntry, *store.Execution, error) {
 	if err := c.requireSession(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	entry := s.procs.lookup(ref, byOutput, c.caller.GrantID, e.ID)
 	if entry == nil {
-		return nil, toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
+		return nil, nil, toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
 	}
-	return entry, nil
+	return entry, e, nil
 }
 
 // procError maps process errors (the rest go through mapError).
