@@ -29,6 +29,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
+	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -72,6 +73,8 @@ type App struct {
 	oauth    *oauth.Server
 	bindings *binding.Service
 	procs    *process.Manager
+	outputs  *retention.Retention
+	stopBg   context.CancelFunc // stops background sweeps
 	mcp      *mcpserver.Server
 	http     *httpserver.Server
 }
@@ -150,7 +153,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	ops := operation.New(st, operation.Options{Now: opts.Now})
 	var worktrees *worktree.Manager
 	if serving {
-		if worktrees, err = newWorktrees(ctx, cfg, catalog, log); err != nil {
+		if worktrees, err = newWorktrees(ctx, cfg, catalog, st, log); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -191,6 +194,14 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			st.Close()
 			return nil, err
 		}
+		if a.outputs, err = newRetention(ctx, st, a.procs, log, m); err != nil {
+			_ = a.procs.Shutdown(ctx)
+			st.Close()
+			return nil, err
+		}
+		var bg context.Context
+		bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+		go a.outputs.Run(bg)
 	}
 	var snapshots *undo.Store
 	if serving {
@@ -200,7 +211,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		}
 	}
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Processes: a.procs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+		Processes: a.procs, Outputs: a.outputs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
@@ -293,9 +304,14 @@ func (a *App) Close() error {
 		return nil
 	}
 	var errs []error
+	if a.stopBg != nil {
+		a.stopBg()
+	}
 	if a.procs != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		errs = append(errs, a.procs.Shutdown(ctx))
+		// Let the killed commands' final states reach the store.
+		a.mcp.WaitRecorded(ctx)
 		cancel()
 	}
 	errs = append(errs, a.store.Close())

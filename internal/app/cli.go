@@ -479,21 +479,21 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		bad("%s is accessible to other users (chmod 600)", store.FileName)
 	}
-	if st, err := store.Open(ctx, cfg.StateDir, store.Options{}); err != nil {
+	st, err := store.Open(ctx, cfg.StateDir, store.Options{})
+	if err != nil {
 		bad("database: %v", err)
+		st = nil
 	} else {
+		defer st.Close()
 		v, _ := st.SchemaVersion(ctx)
 		ok("database opens (schema version %d)", v)
-		st.Close()
 	}
 	if !cfg.ControlIsLoopback() {
 		bad("control listener %s is not loopback", cfg.ControlListen)
 	} else {
 		ok("control listener %s is loopback-only", cfg.ControlListen)
 	}
-	if entries, err := os.ReadDir(worktreeDir(cfg)); err == nil {
-		ok("managed worktrees directory holds %d Project folder(s); half-created worktrees are pruned at start", len(entries))
-	}
+	doctorWorktrees(ctx, cfg, st, ok, warn)
 	if ok, reason := process.CgroupAvailable(); ok {
 		ok2 := "per-command cgroups available (commands are killed with cgroup.kill)"
 		fmt.Fprintln(out, "✓ "+ok2)

@@ -2,38 +2,106 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
 // worktreeDir holds managed worktrees (the /data volume in the image).
 func worktreeDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "worktrees") }
 
+// pruneSetting is where the last startup prune is recorded for doctor.
+const pruneSetting = "worktree_prune"
+
+// pruneSummary is the last startup prune, as doctor reports it.
+type pruneSummary struct {
+	At       time.Time `json:"at"`
+	Projects int       `json:"projects"` // Projects that can host worktrees
+	Removed  int       `json:"removed"`  // worktrees, directories and refs removed
+	Failed   []string  `json:"failed,omitempty"`
+}
+
 // newWorktrees opens the worktree manager and clears what a crash left
-// half-created in each Project that can host worktrees. It never removes a
-// worktree that holds work.
-func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, log *slog.Logger) (*worktree.Manager, error) {
+// half-created in each Project that can host worktrees, recording what it
+// did for doctor. It never removes a worktree that holds work.
+func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, log *slog.Logger) (*worktree.Manager, error) {
 	m, err := worktree.New(worktree.Options{Dir: worktreeDir(cfg)})
 	if err != nil {
 		return nil, fmt.Errorf("open worktree directory: %w", err)
 	}
+	sum := pruneSummary{At: st.Now()}
 	for _, r := range catalog.Roots() {
 		if m.Eligible(ctx, r.Path) != nil {
 			continue
 		}
+		sum.Projects++
 		removed, err := m.Prune(ctx, r.Path)
+		sum.Removed += len(removed)
 		if err != nil {
 			log.WarnContext(ctx, "prune worktrees", "project", r.Label, "err", err)
+			sum.Failed = append(sum.Failed, r.Label)
 			continue
 		}
 		if len(removed) > 0 {
 			log.InfoContext(ctx, "pruned half-created worktrees", "project", r.Label, "count", len(removed))
 		}
 	}
+	b, _ := json.Marshal(sum)
+	if err := st.SetSetting(ctx, pruneSetting, string(b)); err != nil {
+		log.WarnContext(ctx, "record worktree prune", "err", err)
+	}
 	return m, nil
+}
+
+// doctorWorktrees reports, per Project that can host worktrees, its
+// managed worktrees and anything a crash left half-created (without
+// changing it), and the last startup prune.
+func doctorWorktrees(ctx context.Context, cfg *config.Config, st *store.Store, ok, warn func(string, ...any)) {
+	dir := worktreeDir(cfg)
+	if _, err := os.Stat(dir); err != nil {
+		ok("no managed worktrees yet")
+		return
+	}
+	m, err := worktree.New(worktree.Options{Dir: dir})
+	if err != nil {
+		warn("managed worktrees: %v", err)
+		return
+	}
+	for _, p := range cfg.Projects {
+		if m.Eligible(ctx, p.Path) != nil {
+			continue
+		}
+		r, err := m.Check(ctx, p.Path)
+		switch {
+		case err != nil:
+			warn("Project %s: cannot inspect its worktrees: %v", p.Label, err)
+		case len(r.Unfinished) > 0:
+			warn("Project %s: %d managed worktree(s); %d half-created item(s) left by a crash, removed at the next start: %s",
+				p.Label, r.Managed, len(r.Unfinished), strings.Join(r.Unfinished, ", "))
+		default:
+			ok("Project %s: %d managed worktree(s), none half-created", p.Label, r.Managed)
+		}
+	}
+	if st == nil {
+		return
+	}
+	raw, err := st.Setting(ctx, pruneSetting)
+	var sum pruneSummary
+	if err != nil || json.Unmarshal([]byte(raw), &sum) != nil {
+		return
+	}
+	if len(sum.Failed) > 0 {
+		warn("last start (%s) could not prune the worktrees of: %s", sum.At.Format(time.RFC3339), strings.Join(sum.Failed, ", "))
+	} else {
+		ok("last start (%s) pruned %d half-created worktree item(s) in %d Project(s)", sum.At.Format(time.RFC3339), sum.Removed, sum.Projects)
+	}
 }

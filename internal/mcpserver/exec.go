@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -34,9 +36,22 @@ const (
 	envMaxEntries     = 128
 )
 
-// procEntry is a command the server started, with what binds it.
+// outputSource reads a command's retained output: the live Process, or
+// the spool file of a finished one (process.Retained).
+type outputSource interface {
+	ReadAt(off int64, n int) ([]byte, error)
+	Head(n int) []byte
+	Tail(n int) []byte
+}
+
+// procEntry is a command the server started, with what binds it. While
+// the command runs (and until its final state is recorded) p is its live
+// Process; a finished command read back from its retention record has p
+// nil, its final state in final and its output in out.
 type procEntry struct {
 	p          *process.Process
+	out        outputSource
+	final      process.State
 	ref        string // processRef shown to the model
 	outputRef  string // outputRef shown to the model
 	grantID    string
@@ -45,6 +60,27 @@ type procEntry struct {
 	mode       string
 	dir        string // Project-relative working directory
 	projectRef string
+}
+
+func (e *procEntry) state() process.State {
+	if e.p != nil {
+		return e.p.State()
+	}
+	return e.final
+}
+
+// wait is Process.Wait; a retained command has ended already.
+func (e *procEntry) wait(ctx context.Context, d time.Duration) (process.State, error) {
+	if e.p != nil {
+		return e.p.Wait(ctx, d)
+	}
+	return e.final, nil
+}
+
+// retainedEntry makes an entry of a retention record.
+func (s *Server) retainedEntry(rec *retention.Record) *procEntry {
+	return &procEntry{out: s.opts.Outputs.Output(rec), final: retention.State(rec), ref: rec.ProcessRef,
+		outputRef: rec.OutputRef, grantID: rec.GrantID, execID: rec.ExecutionID, projectRef: rec.ProjectRef}
 }
 
 // maxPerProject bounds live commands per Project across executions and
@@ -63,8 +99,9 @@ func (t *procTable) aliveInProject(ref string) int {
 	return n
 }
 
-// procTable maps refs to processes. Entries stay (for retained output)
-// until their execution is closed or the output expires.
+// procTable maps refs to the processes in memory: running ones, and
+// finished ones until their final state is recorded with the retention
+// (without a retention, until their execution is closed).
 type procTable struct {
 	mu     sync.Mutex
 	byRef  map[string]*procEntry
@@ -104,6 +141,31 @@ func (t *procTable) ofExec(execID string) []*procEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]*procEntry(nil), t.byExec[execID]...)
+}
+
+// retire forgets a finished entry whose record now holds its output,
+// unless dropExec got it first. It reports whether it did.
+func (t *procTable) retire(e *procEntry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byRef[e.ref] != e {
+		return false
+	}
+	delete(t.byRef, e.ref)
+	delete(t.byOut, e.outputRef)
+	es := t.byExec[e.execID]
+	for i, x := range es {
+		if x == e {
+			es = append(es[:i:i], es[i+1:]...)
+			break
+		}
+	}
+	if len(es) == 0 {
+		delete(t.byExec, e.execID)
+	} else {
+		t.byExec[e.execID] = es
+	}
+	return true
 }
 
 // dropExec forgets an execution's processes and removes their output.
@@ -219,7 +281,7 @@ func (o processOut) summary() string {
 }
 
 // inline renders head+tail of a process's output within execInlineBytes.
-func inline(p *process.Process, st process.State) (string, bool, int64) {
+func inline(p outputSource, st process.State) (string, bool, int64) {
 	size := st.RetainedBytes
 	omitted := st.OutputBytes - st.RetainedBytes
 	if size <= execInlineBytes {
@@ -244,7 +306,10 @@ func render(e *procEntry, st process.State, withOutput bool) processOut {
 	}
 	out.WallTimeMs = end.Sub(st.StartedAt).Milliseconds()
 	if withOutput {
-		out.Output, out.Truncated, out.OmittedBytes = inline(e.p, st)
+		out.Output, out.Truncated, out.OmittedBytes = inline(e.out, st)
+	} else if st.Truncated {
+		// Output dropped past the spool cap: never silent.
+		out.Truncated, out.OmittedBytes = true, st.OutputBytes-st.RetainedBytes
 	}
 	return out
 }
@@ -337,9 +402,10 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 		if in.Shell {
 			mode = "shell"
 		}
-		entry := &procEntry{p: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
+		entry := &procEntry{p: p, out: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
 			sessionRef: c.caller.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
 		s.procs.add(entry)
+		s.recording.Add(1)
 		go s.afterExit(entry, lease)
 		return json.Marshal(storedExec{ProcessRef: entry.ref, OutputRef: entry.outputRef})
 	})
@@ -350,12 +416,15 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return processOut{}, err
 	}
-	entry := s.procs.lookup(st.ProcessRef, false, c.caller.GrantID, e.ID)
+	entry, err := s.findProc(ctx, st.ProcessRef, false, c.caller.GrantID, e.ID)
+	if err != nil {
+		return processOut{}, err
+	}
 	if entry == nil {
-		// Replayed after its execution's processes were cleaned up.
+		// Replayed after the command's output was retired.
 		return processOut{ProcessRef: st.ProcessRef, OutputRef: st.OutputRef, Status: "gone", Replayed: true}, nil
 	}
-	state, err := entry.p.Wait(ctx, execWait)
+	state, err := entry.wait(ctx, execWait)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return processOut{}, err
 	}
@@ -389,12 +458,31 @@ func (s *Server) workingDir(proj project.Root, rel string) (string, error) {
 	return clean, nil
 }
 
-// afterExit releases the Command lease when the whole tree is gone and
-// records a sanitized checkpoint on the execution's Thread.
+// afterExit records the command with the retention, releases the Command
+// lease when the whole tree is gone, records a sanitized checkpoint on the
+// execution's Thread, and hands the finished output over to the
+// retention (the entry leaves memory).
 func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease) {
+	defer s.recording.Done()
+	ctx := context.Background()
+	recorded := false
+	if s.opts.Outputs != nil {
+		err := s.opts.Outputs.Started(ctx, &retention.Record{OutputRef: e.outputRef, ProcessRef: e.ref,
+			SpoolID: e.p.SpoolID(), GrantID: e.grantID, ExecutionID: e.execID, ProjectRef: e.projectRef,
+			StartedAt: e.p.State().StartedAt.UTC()})
+		if err != nil {
+			s.log.Error("record started command", "err", err)
+		}
+		recorded = err == nil
+	}
 	<-e.p.Done()
 	lease.Release()
 	st := e.p.State()
+	defer func() {
+		if recorded {
+			s.handOver(ctx, e, st)
+		}
+	}()
 	data := map[string]any{"mode": e.mode, "workingDirectory": e.dir, "outcome": st.Status,
 		"wallTimeMs": st.EndedAt.Sub(st.StartedAt).Milliseconds(), "outputRetained": st.RetainedBytes > 0,
 		"outputPartlyLost": st.Truncated}
@@ -404,7 +492,24 @@ func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease) {
 	if st.Signal != "" {
 		data["signal"] = st.Signal
 	}
-	s.opts.Bindings.Checkpoint(context.Background(), e.execID, "command_finished", data)
+	s.opts.Bindings.Checkpoint(ctx, e.execID, "command_finished", data)
+}
+
+// handOver records a finished command's final state; from then on its
+// output is read from the retention and the entry leaves memory. If the
+// execution was closed meanwhile the record (and file) are gone already.
+func (s *Server) handOver(ctx context.Context, e *procEntry, st process.State) {
+	err := s.opts.Outputs.Finished(ctx, e.outputRef, e.p.SpoolID(), st, e.p.TruncatedTail())
+	switch {
+	case errors.Is(err, retention.ErrNotFound):
+		if s.procs.retire(e) {
+			_ = e.p.Remove()
+		}
+	case err != nil:
+		s.log.Error("record finished command; its output stays in memory until the execution closes", "err", err)
+	default:
+		s.procs.retire(e)
+	}
 }
 
 // ---- write_stdin ----
@@ -447,6 +552,11 @@ func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (pro
 	entry, _, err := s.procFor(ctx, c, in.ProcessRef, false)
 	if err != nil {
 		return processOut{}, err
+	}
+	if entry.p == nil {
+		te := s.procError(process.ErrNotRunning)
+		te.OperationID = in.OperationID
+		return processOut{}, te
 	}
 	hash, err := operation.HashRequest(in)
 	if err != nil {
@@ -569,7 +679,7 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 		}
 		off = claims.Offset
 	}
-	st := entry.p.State()
+	st := entry.state()
 	if in.Mode == "live" && st.Status == "running" {
 		wait := time.Duration(in.WaitMs) * time.Millisecond
 		if in.WaitMs == 0 {
@@ -587,11 +697,11 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	out := readOutputOut{processOut: render(entry, st, false), Offset: off}
 	switch in.Mode {
 	case "tail":
-		out.Output = strings.ToValidUTF8(string(entry.p.Tail(in.Limit)), "\uFFFD")
+		out.Output = strings.ToValidUTF8(string(entry.out.Tail(in.Limit)), "\uFFFD")
 		out.Offset = max(st.RetainedBytes-int64(in.Limit), 0)
 		return out, nil
 	case "search":
-		hits, next, err := searchOutput(entry.p, st.RetainedBytes, off, in.Query)
+		hits, next, err := searchOutput(entry.out, st.RetainedBytes, off, in.Query)
 		if err != nil {
 			return out, err
 		}
@@ -606,8 +716,8 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 		off = st.RetainedBytes
 	}
 	n := min(int64(in.Limit), st.RetainedBytes-off)
-	b, err := entry.p.ReadAt(off, int(n))
-	if err != nil {
+	b, err := entry.out.ReadAt(off, int(n))
+	if err != nil && !errors.Is(err, io.EOF) { // EOF: nothing past the cursor yet
 		return out, fmt.Errorf("read output: %w", err)
 	}
 	// Never split a UTF-8 sequence at the page end.
@@ -620,9 +730,11 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	out.Output = strings.ToValidUTF8(string(b), "\uFFFD")
 	next := off + int64(len(b))
 	if next < st.RetainedBytes || (in.Mode == "live" && st.Status == "running") {
-		out.NextCursor, err = s.outputCursor(c, e, entry, in, next)
+		if out.NextCursor, err = s.outputCursor(c, e, entry, in, next); err != nil {
+			return out, err
+		}
 	}
-	return out, err
+	return out, nil
 }
 
 func (s *Server) outputCursor(c *call, e *store.Execution, entry *procEntry, in *readOutputIn, off int64) (string, error) {
@@ -632,7 +744,7 @@ func (s *Server) outputCursor(c *call, e *store.Execution, entry *procEntry, in 
 
 // searchOutput scans retained output from off for a literal, in bounded
 // chunks, returning at most 50 hits with their line text.
-func searchOutput(p *process.Process, size, off int64, q string) ([]searchHit, int64, error) {
+func searchOutput(p outputSource, size, off int64, q string) ([]searchHit, int64, error) {
 	const chunk = 1 << 20
 	var hits []searchHit
 	for pos := off; pos < size && len(hits) < 50; {
@@ -685,11 +797,45 @@ func (s *Server) procFor(ctx context.Context, c *call, ref string, byOutput bool
 	if err != nil {
 		return nil, nil, err
 	}
-	entry := s.procs.lookup(ref, byOutput, c.caller.GrantID, e.ID)
+	entry, err := s.findProc(ctx, ref, byOutput, c.caller.GrantID, e.ID)
+	if err != nil {
+		return nil, nil, err
+	}
 	if entry == nil {
 		return nil, nil, toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
 	}
 	return entry, e, nil
+}
+
+// findProc looks a ref up among the commands in memory, then among the
+// retained ones; nil when the caller's execution has no such command.
+func (s *Server) findProc(ctx context.Context, ref string, byOutput bool, grantID, execID string) (*procEntry, error) {
+	if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
+		return e, nil
+	}
+	if s.opts.Outputs == nil {
+		return nil, nil
+	}
+	rec, err := s.opts.Outputs.Lookup(ctx, ref, byOutput, grantID, execID)
+	if errors.Is(err, retention.ErrNotFound) {
+		// The command may have been handed over between the two lookups.
+		if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
+			return e, nil
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up retained output: %w", err)
+	}
+	if rec.Status == process.StatusRunning {
+		// Recorded but not handed over: the entry is in memory again by
+		// now unless the execution was closed.
+		if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
+			return e, nil
+		}
+		return nil, nil
+	}
+	return s.retainedEntry(rec), nil
 }
 
 // procError maps process errors (the rest go through mapError).
@@ -736,7 +882,7 @@ func (s *Server) InterruptExecution(_ context.Context, execID string) (int, erro
 
 // CloseExecutions kills every command of the executions (close, revoke,
 // Project removal) and discards their retained output.
-func (s *Server) CloseExecutions(_ context.Context, execIDs []string, reason string) {
+func (s *Server) CloseExecutions(ctx context.Context, execIDs []string, reason string) {
 	if s.opts.Processes == nil {
 		return
 	}
@@ -748,6 +894,25 @@ func (s *Server) CloseExecutions(_ context.Context, execIDs []string, reason str
 		for _, e := range s.procs.dropExec(id) {
 			_ = e.p.Remove()
 		}
+	}
+	if s.opts.Outputs != nil {
+		if err := s.opts.Outputs.RetireExecutions(ctx, execIDs); err != nil {
+			s.log.ErrorContext(ctx, "retire output of closed executions", "err", err)
+		}
+	}
+}
+
+// WaitRecorded waits until every ended command's final state is recorded
+// (after Processes.Shutdown), or ctx is done.
+func (s *Server) WaitRecorded(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		s.recording.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

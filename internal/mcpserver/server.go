@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/search"
@@ -51,10 +53,11 @@ type Options struct {
 	Widgets        string // DEVSPACE_WIDGETS: full, changes or off
 	Store          *store.Store
 	Processes      *process.Manager
-	Undo           *undo.Store // nil disables undo_patch
-	HostEnv        []string    // the server's environment; commands get an allowlist of it
-	IdentityKey    []byte      // HMAC key for session/Actor references
-	AllowedOrigins []string    // Origin values accepted when present (exact match)
+	Outputs        *retention.Retention // nil keeps finished output in memory until its execution closes
+	Undo           *undo.Store          // nil disables undo_patch
+	HostEnv        []string             // the server's environment; commands get an allowlist of it
+	IdentityKey    []byte               // HMAC key for session/Actor references
+	AllowedOrigins []string             // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
 	Metrics        *metrics.Metrics
 	Logger         *slog.Logger // nil discards
@@ -74,6 +77,7 @@ type Server struct {
 	review    *review.Reviewer
 	search    *search.Searcher
 	procs     procTable
+	recording sync.WaitGroup // afterExit goroutines
 	baseEnv   []string
 }
 

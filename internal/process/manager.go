@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -184,6 +185,65 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
+// spoolPath is where spool id's output file lives.
+func (m *Manager) spoolPath(id string) string { return filepath.Join(m.opts.SpoolDir, id+spoolExt) }
+
+const spoolExt = ".out"
+
+// SpoolFile is an output file found in the spool directory.
+type SpoolFile struct {
+	ID   string
+	Size int64
+}
+
+// SpoolFiles lists the output files in the spool directory (those a
+// previous run left included), for reconciliation at start.
+func (m *Manager) SpoolFiles() ([]SpoolFile, error) {
+	entries, err := os.ReadDir(m.opts.SpoolDir)
+	if err != nil {
+		return nil, fmt.Errorf("list output spool: %w", err)
+	}
+	var out []SpoolFile
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), spoolExt)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, SpoolFile{ID: id, Size: fi.Size()})
+	}
+	return out, nil
+}
+
+// AdoptOutput counts an output file a previous run left against the
+// total spool budget (size bytes).
+func (m *Manager) AdoptOutput(id string, size int64) { m.budget.adopt(id, size) }
+
+// RemoveOutput deletes spool id's file and gives its bytes back to the
+// budget. Use it for output no Process in memory owns any more (Remove
+// covers the others); a second call, or one for an ID Remove already
+// handled, is harmless.
+func (m *Manager) RemoveOutput(id string) error {
+	if strings.ContainsAny(id, `/\`) || id == "" || id == "." || id == ".." {
+		return fmt.Errorf("invalid spool id %q", id)
+	}
+	m.budget.forget(id)
+	if err := os.Remove(m.spoolPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// RetainedBytes is how many output bytes all spool files hold
+// (output_bytes_retained).
+func (m *Manager) RetainedBytes() int64 { return m.budget.usedBytes() }
+
+// MaxRetainedBytes is the total spool budget (Options.MaxSpoolBytes).
+func (m *Manager) MaxRetainedBytes() int64 { return m.opts.MaxSpoolBytes }
+
 // CgroupEnabled reports whether commands get their own cgroup v2.
 func (m *Manager) CgroupEnabled() bool { return m.cgroup != "" }
 
@@ -266,7 +326,7 @@ func (m *Manager) release(p *Process) {
 // for its report.
 func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process, err error) {
 	id := newID()
-	out := newSpool(filepath.Join(m.opts.SpoolDir, id+".out"), l.maxOutput, &m.budget)
+	out := newSpool(id, m.spoolPath(id), l.maxOutput, &m.budget)
 	var parentEnds, childEnds []*os.File
 	defer func() {
 		// Only the supervisor (and then the command) may hold the child

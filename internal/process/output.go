@@ -12,33 +12,76 @@ import (
 // the inline output limit (40,000 bytes) on purpose.
 const tailRingSize = 64 << 10
 
-// spoolBudget bounds the bytes all spools of one Manager may retain.
+// spoolBudget bounds the bytes all spool files of one Manager retain. It
+// counts per spool ID, so that giving a file's bytes back (forget) is
+// idempotent whoever does it: the Process that wrote the file, or the
+// retention that later deletes it by ID.
 type spoolBudget struct {
 	mu          sync.Mutex
 	used, limit int64
+	by          map[string]int64
 }
 
-// reserve grants up to n bytes.
-func (b *spoolBudget) reserve(n int64) int64 {
+// reserve grants up to n bytes to spool id.
+func (b *spoolBudget) reserve(id string, n int64) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n = max(0, min(n, b.limit-b.used))
-	b.used += n
+	if n > 0 {
+		if b.by == nil {
+			b.by = make(map[string]int64)
+		}
+		b.used += n
+		b.by[id] += n
+	}
 	return n
 }
 
-func (b *spoolBudget) release(n int64) {
+// release gives back n of the bytes reserved to id (a short write).
+func (b *spoolBudget) release(id string, n int64) {
 	b.mu.Lock()
-	b.used = max(0, b.used-n)
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	n = min(n, b.by[id])
+	b.used -= n
+	if b.by[id] -= n; b.by[id] <= 0 {
+		delete(b.by, id)
+	}
+}
+
+// adopt counts a file a previous run left (at start).
+func (b *spoolBudget) adopt(id string, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = make(map[string]int64)
+	}
+	b.used += n - b.by[id]
+	b.by[id] = n
+}
+
+// forget gives back everything reserved to id; a second call is a no-op.
+func (b *spoolBudget) forget(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= b.by[id]
+	delete(b.by, id)
+}
+
+func (b *spoolBudget) usedBytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 // spool is the retained output of one process: the first bytes up to the
 // cap in a file (created 0600 at the first byte, so that commands without
 // output cost no file), a count of everything produced, and (once the cap
 // is hit) a ring with the latest bytes. A single goroutine appends; readers
-// may run concurrently.
+// may run concurrently. Once the output reached its end the file is closed
+// (seal) and reads open it on demand, so that finished commands hold no
+// descriptor.
 type spool struct {
+	id     string
 	path   string
 	limit  int64
 	budget *spoolBudget
@@ -52,18 +95,19 @@ type spool struct {
 	ring      []byte // allocated when truncation starts
 	ringLen   int
 	ringPos   int
+	sealed    bool
 	removed   bool
 }
 
-func newSpool(path string, limit int64, budget *spoolBudget) *spool {
-	return &spool{path: path, limit: limit, budget: budget}
+func newSpool(id, path string, limit int64, budget *spoolBudget) *spool {
+	return &spool{id: id, path: path, limit: limit, budget: budget}
 }
 
 // file returns the spool file, creating it on first use (append only).
 func (s *spool) file() *os.File {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f == nil && !s.fileErr && !s.removed {
+	if s.f == nil && !s.fileErr && !s.removed && !s.sealed {
 		f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			s.fileErr = true
@@ -84,13 +128,13 @@ func (s *spool) append(b []byte) (startedTruncation bool) {
 	if !truncated && !removed && f != nil {
 		want := min(int64(len(b)), s.limit-retained)
 		if want > 0 {
-			want = s.budget.reserve(want)
+			want = s.budget.reserve(s.id, want)
 		}
 		if want > 0 {
 			n, _ := f.WriteAt(b[:want], retained)
 			written = int64(n)
 			if written < want {
-				s.budget.release(want - written)
+				s.budget.release(s.id, want-written)
 			}
 		}
 	}
@@ -152,13 +196,52 @@ func (s *spool) readAt(off int64, n int) ([]byte, error) {
 	if off >= size {
 		return nil, io.EOF
 	}
-	n = int(min(int64(n), size-off))
-	buf := make([]byte, n)
-	m, err := f.ReadAt(buf, off)
+	buf := make([]byte, min(int64(n), size-off))
+	var m int
+	var err error
+	if f != nil {
+		m, err = f.ReadAt(buf, off)
+	}
+	if f == nil || errors.Is(err, os.ErrClosed) { // sealed (maybe meanwhile)
+		m, err = readFileAt(s.path, buf, off)
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return buf[:m], nil
+}
+
+// readFileAt opens path just for one read.
+func readFileAt(path string, buf []byte, off int64) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return f.ReadAt(buf, off)
+}
+
+// seal closes the file once no more output can come; reads reopen it.
+func (s *spool) seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealed = true
+	if s.f != nil {
+		_ = s.f.Close()
+		s.f = nil
+	}
+}
+
+// tailBytes returns the ring's content when output was truncated (the
+// latest bytes, which the file lacks), nil otherwise.
+func (s *spool) tailBytes() []byte {
+	s.mu.Lock()
+	truncated := s.truncated
+	s.mu.Unlock()
+	if !truncated {
+		return nil
+	}
+	return s.tail(tailRingSize)
 }
 
 // tail returns the last n bytes the command produced: from the file while
@@ -192,15 +275,67 @@ func (s *spool) remove() error {
 		return nil
 	}
 	s.removed = true
-	retained, f := s.retained, s.f
+	f := s.f
+	s.f = nil
 	s.mu.Unlock()
-	s.budget.release(retained)
-	if f == nil {
-		return nil
+	s.budget.forget(s.id)
+	var cerr error
+	if f != nil {
+		cerr = f.Close()
 	}
-	cerr := f.Close()
 	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return cerr
+}
+
+// Retained is the output of a finished command that the server no longer
+// tracks in memory (it was handed over to the retention, or it survived a
+// restart), read from its spool file on demand. Its methods mirror
+// Process's output accessors.
+type Retained struct {
+	path string
+	size int64
+	tail []byte // the latest bytes when the output was truncated
+}
+
+// Retained returns the reader of spool id's file holding size bytes; tail
+// is what Process.TailRing returned (nil when nothing was dropped).
+func (m *Manager) Retained(id string, size int64, tail []byte) *Retained {
+	return &Retained{path: m.spoolPath(id), size: size, tail: tail}
+}
+
+// ReadAt is Process.ReadAt.
+func (r *Retained) ReadAt(off int64, n int) ([]byte, error) {
+	if off < 0 || n < 0 {
+		return nil, errors.New("negative offset or length")
+	}
+	if off >= r.size {
+		return nil, io.EOF
+	}
+	buf := make([]byte, min(int64(n), r.size-off))
+	m, err := readFileAt(r.path, buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:m], nil
+}
+
+// Head is Process.Head.
+func (r *Retained) Head(n int) []byte {
+	b, _ := r.ReadAt(0, max(n, 0))
+	return b
+}
+
+// Tail is Process.Tail.
+func (r *Retained) Tail(n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	if r.tail != nil {
+		return r.tail[len(r.tail)-min(n, len(r.tail)):]
+	}
+	n = int(min(int64(n), r.size))
+	b, _ := r.ReadAt(r.size-int64(n), n)
+	return b
 }

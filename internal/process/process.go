@@ -302,6 +302,14 @@ func (p *Process) Tail(n int) []byte { return p.out.tail(n) }
 // past Size.
 func (p *Process) ReadAt(off int64, n int) ([]byte, error) { return p.out.readAt(off, n) }
 
+// TruncatedTail returns the latest output bytes (at most 64 KiB) when the
+// output was truncated — they are not in the spool file, so whoever keeps
+// the output beyond this Process must keep them too — and nil otherwise.
+func (p *Process) TruncatedTail() []byte { return p.out.tailBytes() }
+
+// SpoolID names the output file (see Manager.Retained and RemoveOutput).
+func (p *Process) SpoolID() string { return p.id }
+
 // Size returns the number of retained output bytes.
 func (p *Process) Size() int64 {
 	r, _, _ := p.out.sizes()
@@ -496,6 +504,7 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 	}
 	_ = p.outR.Close()
 	<-p.outputDone
+	p.out.seal()
 	p.recordExit(nil, 0, ReasonSupervisorLost) // no-op when the exit was reported
 	p.mu.Lock()
 	if p.timer != nil {

@@ -344,7 +344,11 @@ func (s *supervisor) reap() {
 }
 
 // signalTree delivers sig to the command's process group and to every
-// descendant (setsid'd ones have left the group but not the tree).
+// descendant (setsid'd ones have left the group but not the tree). A
+// process forked between the scan and the group signal that left the
+// group at once would be missed, so the tree is scanned again until no
+// unsignalled descendant appears (a few rounds at most; a fork loop is
+// the kill path's problem).
 func (s *supervisor) signalTree(sig syscall.Signal) {
 	// Scan first: the group signal may turn descendants into zombies
 	// before they could be counted.
@@ -354,17 +358,28 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 		// so this reaches only the command's group.
 		_ = syscall.Kill(-s.mainPID, sig)
 	}
-	for _, p := range procs {
-		if p.state == 'Z' {
-			continue
-		}
-		if (sig == syscall.SIGKILL || sig == syscall.SIGTERM) && p.ppid == s.self && p.pid != s.mainPID {
-			if s.orphans == nil {
-				s.orphans = make(map[int]bool)
+	sent := make(map[int]bool, len(procs))
+	for round := 0; round < 4 && len(procs) > 0; round++ {
+		for _, p := range procs {
+			if p.state == 'Z' || sent[p.pid] {
+				continue
 			}
-			s.orphans[p.pid] = true
+			sent[p.pid] = true
+			if (sig == syscall.SIGKILL || sig == syscall.SIGTERM) && p.ppid == s.self && p.pid != s.mainPID {
+				if s.orphans == nil {
+					s.orphans = make(map[int]bool)
+				}
+				s.orphans[p.pid] = true
+			}
+			_ = syscall.Kill(p.pid, sig)
 		}
-		_ = syscall.Kill(p.pid, sig)
+		var fresh []procEntry
+		for _, p := range descendantsOf(s.self) {
+			if !sent[p.pid] && p.state != 'Z' {
+				fresh = append(fresh, p)
+			}
+		}
+		procs = fresh
 	}
 }
 

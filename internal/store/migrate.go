@@ -203,6 +203,34 @@ var migrations = []migration{
 		`ALTER TABLE executions ADD COLUMN worktree_path TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE executions ADD COLUMN worktree_base TEXT NOT NULL DEFAULT ''`,
 	}},
+	{9, "retained command output", []string{
+		// One row per command started through exec_command: what binds its
+		// refs, its final state, and where its spool file is. The output
+		// itself stays in the file; only the last bytes of a truncated
+		// output (which exist nowhere else) are kept here.
+		`CREATE TABLE process_outputs (
+			output_ref TEXT PRIMARY KEY,
+			process_ref TEXT NOT NULL UNIQUE,
+			spool_id TEXT NOT NULL,
+			grant_id TEXT NOT NULL,
+			execution_id TEXT NOT NULL,
+			project_ref TEXT NOT NULL,
+			status TEXT NOT NULL,
+			exit_code INTEGER,
+			signal TEXT NOT NULL DEFAULT '',
+			kill_reason TEXT NOT NULL DEFAULT '',
+			revision INTEGER NOT NULL DEFAULT 0,
+			output_bytes INTEGER NOT NULL DEFAULT 0,
+			retained_bytes INTEGER NOT NULL DEFAULT 0,
+			truncated INTEGER NOT NULL DEFAULT 0,
+			tail BLOB,
+			started_at DATETIME NOT NULL,
+			ended_at DATETIME,
+			expires_at DATETIME
+		)`,
+		`CREATE INDEX process_outputs_execution ON process_outputs(execution_id)`,
+		`CREATE INDEX process_outputs_expires ON process_outputs(expires_at)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/devspace-dev/devspace/internal/review"
 )
 
 // Prune removes, for the repository at rootPath, what Creates cut short by
@@ -43,26 +41,58 @@ func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string,
 		return nil, err
 	}
 	defer unlock()
-	if err := m.git.CheckTopLevel(ctx, root); err != nil {
-		switch {
-		case errors.Is(err, review.ErrNotRepository):
-			return nil, fmt.Errorf("worktree: %w", ErrNotRepository)
-		case errors.Is(err, review.ErrNotTopLevel):
-			return nil, fmt.Errorf("worktree: %w", ErrNotTopLevel)
-		}
-		return nil, fmt.Errorf("worktree: %w", err)
+	if err := m.checkTopLevel(ctx, root); err != nil {
+		return nil, err
 	}
 	list, err := m.list(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	return m.sweep(ctx, root, list, "")
+	return m.sweep(ctx, root, list, "", false)
+}
+
+// Report is what Check found for one repository.
+type Report struct {
+	// Managed counts this package's finished worktrees of the repository.
+	Managed int
+	// Unfinished lists what Prune would remove: half-created worktrees,
+	// registrations without a directory, empty directories, stale refs
+	// (worktree paths and full ref names).
+	Unfinished []string
+}
+
+// Check reports the managed worktrees of the repository at rootPath and
+// what a crash left half-created, without changing anything (doctor uses
+// it, also while a server runs). Errors are Prune's.
+func (m *Manager) Check(ctx context.Context, rootPath string) (Report, error) {
+	root, err := resolveDir(rootPath)
+	if err != nil {
+		return Report{}, fmt.Errorf("worktree: resolve root: %w", err)
+	}
+	if err := m.checkTopLevel(ctx, root); err != nil {
+		return Report{}, err
+	}
+	list, err := m.list(ctx, root)
+	if err != nil {
+		return Report{}, err
+	}
+	var r Report
+	repoDir := m.repoDir(root)
+	for _, e := range list {
+		if filepath.Dir(e.path) == repoDir && !e.halfCreated() && !(e.prunable && missing(e.path)) {
+			r.Managed++
+		}
+	}
+	r.Unfinished, err = m.sweep(ctx, root, list, "", true)
+	return r, err
 }
 
 // sweep does Prune's work for root, whose worktrees are list, and the
 // caller holds root's lock. With key set it only looks at that key's path
-// and refs (Create's clean-up before retrying).
-func (m *Manager) sweep(ctx context.Context, root string, list []entry, key string) (removed []string, err error) {
+// and refs (Create's clean-up before retrying). With dry set it changes
+// nothing and returns what it would remove (the caller need not hold the
+// lock).
+func (m *Manager) sweep(ctx context.Context, root string, list []entry, key string, dry bool) (removed []string, err error) {
 	repoDir := m.repoDir(root)
 	inScope := func(path string) bool {
 		return filepath.Dir(path) == repoDir && (key == "" || filepath.Base(path) == key)
@@ -81,6 +111,10 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 		case e.prunable && !e.locked && missing(e.path):
 			args = writeArgs("worktree", "remove", "--force", e.path)
 		default:
+			continue
+		}
+		if dry {
+			removed = append(removed, e.path)
 			continue
 		}
 		if _, err := m.git.Run(ctx, root, args...); err != nil {
@@ -112,6 +146,10 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 	for _, name := range names {
 		p := filepath.Join(repoDir, name)
 		if _, known := find(list, p); known || !isEmptyDir(p) {
+			continue
+		}
+		if dry {
+			removed = append(removed, p)
 			continue
 		}
 		if err := os.Remove(p); err != nil {
@@ -163,6 +201,13 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 		}
 		if tip != "" && tip != base {
 			continue // commits on the branch: keep it
+		}
+		if dry {
+			if tip != "" {
+				removed = append(removed, branchRef)
+			}
+			removed = append(removed, baseRef)
+			continue
 		}
 		if tip != "" {
 			if err := m.updateRef(ctx, root, branchRef, "", base); err != nil {

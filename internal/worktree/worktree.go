@@ -176,14 +176,8 @@ func (m *Manager) Eligible(ctx context.Context, rootPath string) error {
 
 // eligible is Eligible for a canonical root; it returns HEAD.
 func (m *Manager) eligible(ctx context.Context, root string) (head string, err error) {
-	if err := m.git.CheckTopLevel(ctx, root); err != nil {
-		switch {
-		case errors.Is(err, review.ErrNotRepository):
-			return "", fmt.Errorf("worktree: %w", ErrNotRepository)
-		case errors.Is(err, review.ErrNotTopLevel):
-			return "", fmt.Errorf("worktree: %w", ErrNotTopLevel)
-		}
-		return "", fmt.Errorf("worktree: %w", err)
+	if err := m.checkTopLevel(ctx, root); err != nil {
+		return "", err
 	}
 	head, err = m.git.Head(ctx, root)
 	if err != nil {
@@ -250,7 +244,7 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 		return wt, nil
 	}
 
-	if _, err := m.sweep(ctx, root, list, key); err != nil {
+	if _, err := m.sweep(ctx, root, list, key, false); err != nil {
 		return nil, err
 	}
 	if err := m.checkFree(ctx, root, wt); err != nil {
@@ -532,6 +526,21 @@ func (m *Manager) updateRef(ctx context.Context, root, ref, newID, oldID string)
 		return fmt.Errorf("worktree: update %s: %w", ref, err)
 	}
 	return nil
+}
+
+// checkTopLevel checks that root is the top level of a Git work tree,
+// with this package's errors.
+func (m *Manager) checkTopLevel(ctx context.Context, root string) error {
+	err := m.git.CheckTopLevel(ctx, root)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, review.ErrNotRepository):
+		return fmt.Errorf("worktree: %w", ErrNotRepository)
+	case errors.Is(err, review.ErrNotTopLevel):
+		return fmt.Errorf("worktree: %w", ErrNotTopLevel)
+	}
+	return fmt.Errorf("worktree: %w", err)
 }
 
 // lock serializes changes to root's worktrees.

@@ -327,9 +327,26 @@ func TestPruneAfterCrash(t *testing.T) {
 	}
 	write(t, repoDir, "stray/file.txt", "keep me\n")
 
+	// Check (doctor) sees what a crash left and changes nothing.
+	report, err := m.Check(t.Context(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Managed != 1 || !slices.Contains(report.Unfinished, half.Path) || !slices.Contains(report.Unfinished, gone.Path) ||
+		!slices.Contains(report.Unfinished, filepath.Join(repoDir, "empty")) ||
+		!slices.Contains(report.Unfinished, "refs/devspace/base/"+shortOf(baseOnly.Branch)) {
+		t.Errorf("Check before Prune = %+v", report)
+	}
+	if !exists(filepath.Join(repoDir, "empty")) || !exists(half.Path) {
+		t.Error("Check removed something")
+	}
+
 	removed, err := m.Prune(t.Context(), repo)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if report, err := m.Check(t.Context(), repo); err != nil || report.Managed != 1 || len(report.Unfinished) != 0 {
+		t.Errorf("Check after Prune = %+v, %v", report, err)
 	}
 	slices.Sort(removed)
 	want := []string{

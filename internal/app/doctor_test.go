@@ -1,0 +1,63 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/worktree"
+)
+
+// TestDoctorReportsWorktrees: doctor lists each Project's managed
+// worktrees and what a crash left half-created — without removing it,
+// also while the server runs — and the next start's prune.
+func TestDoctorReportsWorktrees(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	root := env.Roots["alpha"]
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	env.Restart() // the Project is a repository now
+	m, err := worktree.New(worktree.Options{Dir: filepath.Join(env.StateDir, "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := m.Create(context.Background(), root, "exec1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := run(t, envOf(env), "doctor")
+	if code != 0 || !strings.Contains(out, "✓ Project alpha: 1 managed worktree(s), none half-created") ||
+		!strings.Contains(out, "pruned 0 half-created worktree item(s) in 1 Project(s)") {
+		t.Fatalf("doctor: %d\n%s", code, out)
+	}
+
+	// A crash right after `mkdir` leaves an empty directory.
+	half := filepath.Join(filepath.Dir(wt.Path), "exec2")
+	if err := os.Mkdir(half, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run(t, envOf(env), "doctor")
+	if code != 0 || !strings.Contains(out, "! Project alpha: 1 managed worktree(s); 1 half-created item(s) left by a crash") ||
+		!strings.Contains(out, half) {
+		t.Fatalf("doctor with a half-created worktree: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(half); err != nil {
+		t.Fatal("doctor removed it")
+	}
+	env.Restart()
+	if _, err := os.Stat(half); !os.IsNotExist(err) {
+		t.Fatalf("start did not prune it: %v", err)
+	}
+	code, out, _ = run(t, envOf(env), "doctor")
+	if code != 0 || !strings.Contains(out, "none half-created") || !strings.Contains(out, "pruned 1 half-created worktree item(s) in 1 Project(s)") {
+		t.Fatalf("doctor after the prune: %d\n%s", code, out)
+	}
+}
