@@ -24,6 +24,10 @@ import (
 const (
 	DefaultTTL        = 24 * time.Hour
 	DefaultSweepEvery = time.Minute
+	// DefaultMaxRecords bounds the records kept (each holds up to 64 KiB
+	// of tail when its output was truncated); past it the earliest ended
+	// go first.
+	DefaultMaxRecords = 10000
 )
 
 // ReasonServerRestart is the kill reason recorded for commands that were
@@ -51,6 +55,8 @@ type Options struct {
 	TTL time.Duration
 	// SweepEvery is the period of Run's sweeps; default DefaultSweepEvery.
 	SweepEvery time.Duration
+	// MaxRecords bounds the records kept; default DefaultMaxRecords.
+	MaxRecords int
 	Logger     *slog.Logger
 }
 
@@ -61,6 +67,7 @@ type Retention struct {
 	spool Spool
 	ttl   time.Duration
 	every time.Duration
+	max   int
 	log   *slog.Logger
 }
 
@@ -79,10 +86,13 @@ func New(ctx context.Context, opts Options) (*Retention, error) {
 	if opts.SweepEvery <= 0 {
 		opts.SweepEvery = DefaultSweepEvery
 	}
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = DefaultMaxRecords
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Retention{st: opts.Store, spool: opts.Spool, ttl: opts.TTL, every: opts.SweepEvery,
+	r := &Retention{st: opts.Store, spool: opts.Spool, ttl: opts.TTL, every: opts.SweepEvery, max: opts.MaxRecords,
 		log: opts.Logger.With("component", "retention")}
 	if err := r.reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile retained output: %w", err)
@@ -225,15 +235,28 @@ func (r *Retention) retire(ctx context.Context, sel store.RetireSelector) error 
 }
 
 // Sweep retires expired output, output of executions closed while the
-// server was not there to do it, and — while the spool holds more than
-// 90% of its cap — the oldest ended output until it holds 75%, so that
-// running commands keep room to write.
+// server was not there to do it, the earliest ended records past
+// MaxRecords (down to 90% of it), and — while the spool holds more than
+// 90% of its cap — the oldest output until it holds 75%, so that running
+// commands keep room to write.
 func (r *Retention) Sweep(ctx context.Context) error {
 	if err := r.retire(ctx, store.RetireSelector{ExpiredBefore: r.st.Now()}); err != nil {
 		return err
 	}
 	if err := r.retire(ctx, store.RetireSelector{ClosedExecutions: true}); err != nil {
 		return err
+	}
+	if n, err := r.st.CountProcessOutputs(ctx); err != nil {
+		return err
+	} else if n > int64(r.max) {
+		// Down to 90% of the bound, so that this does not run every time.
+		refs, err := r.st.OldestEndedProcessOutputs(ctx, int(n)-r.max*9/10)
+		if err != nil {
+			return err
+		}
+		if err := r.retire(ctx, store.RetireSelector{OutputRefs: refs}); err != nil {
+			return err
+		}
 	}
 	limit := r.spool.MaxRetainedBytes()
 	if r.spool.RetainedBytes() <= limit/10*9 {

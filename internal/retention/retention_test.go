@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, maxSpool int64) *rig {
+	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), now: time.Now().UTC()}
 	r.open(maxSpool)
 	return r
@@ -51,7 +53,7 @@ func (r *rig) open(maxSpool int64) {
 }
 
 func (r *rig) retention() *retention.Retention {
-	ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool})
+	ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool, MaxRecords: 10})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -227,5 +229,24 @@ func TestSweep(t *testing.T) {
 	err := ret.Finished(ctx, "out_late", "late", process.State{Status: process.StatusExited, EndedAt: r.now}, nil)
 	if !errors.Is(err, retention.ErrNotFound) || len(r.files()) != 0 {
 		t.Fatalf("late finish: %v, files %v", err, r.files())
+	}
+}
+
+func TestRecordBound(t *testing.T) {
+	r := newRig(t, 1<<20)
+	ret := r.retention()
+	for i := range 12 {
+		r.now = r.now.Add(time.Second)
+		r.command(ret, fmt.Sprintf("c%02d", i), "e1", []byte("x"), true)
+	}
+	r.command(ret, "running", "e1", []byte("r"), false)
+	if err := ret.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// 13 records, bound 10: the earliest ended go until 9 remain; the
+	// running command stays.
+	want := []string{"c04.out", "c05.out", "c06.out", "c07.out", "c08.out", "c09.out", "c10.out", "c11.out", "running.out"}
+	if got := r.files(); !slices.Equal(got, want) {
+		t.Fatalf("files after the record bound: %v", got)
 	}
 }

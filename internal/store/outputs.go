@@ -84,6 +84,22 @@ func (s *Store) ProcessOutputs(ctx context.Context) ([]ProcessOutput, error) {
 	return out, err
 }
 
+// CountProcessOutputs returns the number of records.
+func (s *Store) CountProcessOutputs(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Count(&n).Error
+	return n, err
+}
+
+// OldestEndedProcessOutputs returns up to limit refs of ended commands,
+// the earliest ended first.
+func (s *Store) OldestEndedProcessOutputs(ctx context.Context, limit int) ([]string, error) {
+	var refs []string
+	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Where("ended_at IS NOT NULL").
+		Order("ended_at").Limit(limit).Pluck("output_ref", &refs).Error
+	return refs, err
+}
+
 // EndRunningProcessOutputs marks records still "running" — their commands
 // died with a previous server run — as killed for reason, ended at now.
 func (s *Store) EndRunningProcessOutputs(ctx context.Context, reason string, ttl time.Duration) (int64, error) {
