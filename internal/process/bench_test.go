@@ -1,8 +1,11 @@
 package process
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -63,11 +66,17 @@ func measure(b *testing.B, setup, f func()) {
 	b.ReportMetric(float64(d[len(d)*9/10].Microseconds()), "p90-µs")
 }
 
-// BenchmarkOutputThroughput streams 64 MiB through the spool (pipe and
-// pty) next to the same command writing to /dev/null.
+// BenchmarkOutputThroughput streams a 64 MiB file through the spool
+// (pipe and pty) next to `cat bigfile > /dev/null` and `cat bigfile | cat
+// > /dev/null` (the same bytes through a pipe to a reader that keeps
+// nothing), and through a pty next to script(1).
 func BenchmarkOutputThroughput(b *testing.B) {
 	const size = 64 << 20
-	cmd := "head -c 64M /dev/zero"
+	big := filepath.Join(b.TempDir(), "bigfile")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("0123456789abcdef"), size/16), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := "cat " + big
 	for _, tc := range []struct {
 		name string
 		tty  bool
@@ -88,12 +97,17 @@ func BenchmarkOutputThroughput(b *testing.B) {
 			}
 		})
 	}
-	b.Run("dev-null", func(b *testing.B) {
-		b.SetBytes(size)
-		for i := 0; i < b.N; i++ {
-			if err := exec.Command("sh", "-c", cmd+" >/dev/null").Run(); err != nil {
-				b.Fatal(err)
+	// script(1) (util-linux) is the pty baseline: a terminal whose reader
+	// keeps nothing.
+	for name, baseline := range map[string]string{"cat-dev-null": cmd + " >/dev/null", "cat-pipe-cat": cmd + " | cat >/dev/null",
+		"pty-script": "script -qc '" + cmd + "' /dev/null >/dev/null"} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				if err := exec.Command("sh", "-c", baseline).Run(); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of Options.
@@ -366,6 +367,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 		}
 		parentEnds, childEnds = append(parentEnds, r), append(childEnds, w)
 		outR, outChild = r, w
+		growPipe(w)
 		if l.closeIn && len(l.stdin) == 0 {
 			if stdinChild, err = os.Open(os.DevNull); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
@@ -483,6 +485,22 @@ func pollable(f *os.File) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(nfd), f.Name()), nil
+}
+
+// outputPipeSize is the output pipe's capacity: larger than the 64 KiB
+// default so that a fast writer and the spool reader switch less often.
+// Memory is only used while the reader lags.
+const outputPipeSize = 1 << 20
+
+// growPipe raises a pipe's capacity to outputPipeSize when the system
+// allows it (fs.pipe-max-size, the user's pipe quota); the default stays
+// otherwise.
+func growPipe(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, outputPipeSize)
+		})
+	}
 }
 
 func dupCloexec(fd int) (int, error) {
