@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
@@ -77,7 +79,9 @@ type Server struct {
 	review    *review.Reviewer
 	search    *search.Searcher
 	procs     procTable
-	recording sync.WaitGroup // afterExit goroutines
+	recording sync.WaitGroup      // afterExit goroutines
+	bodies    *semaphore.Weighted // in-flight POST body bytes
+	bodyMax   int64               // one body's maximum (MaxBodyBytes)
 	baseEnv   []string
 }
 
@@ -90,6 +94,11 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
 		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits()),
 		baseEnv: process.BaseEnv(opts.HostEnv)}
+	s.bodyMax = opts.MaxBodyBytes
+	if s.bodyMax <= 0 {
+		s.bodyMax = 32 << 20
+	}
+	s.bodies = semaphore.NewWeighted(max(bodyBudgetFactor*s.bodyMax, minBodyBudget))
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -151,14 +160,59 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalCtxKey{}, p))
-	if r.Method == http.MethodPost && !s.refuseBatch(w, r) {
-		return
+	if r.Method == http.MethodPost {
+		release, ok := s.reserveBody(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+		if !s.refuseBatch(w, r) {
+			return
+		}
 	}
 	if isStateless(r) {
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
 	s.stateful.ServeHTTP(w, r)
+}
+
+// Bounds of the in-flight body budget: a request body costs a few times
+// its size in memory until the SDK is done with it, so the bytes of POST
+// bodies being handled at once are bounded (bodyBudgetFactor request
+// bodies of the maximum size, at least minBodyBudget); a request that
+// does not fit within bodyWait gets 503 with Retry-After.
+const (
+	bodyBudgetFactor = 4
+	minBodyBudget    = 64 << 20
+)
+
+// bodyWait is how long a request waits for body budget (well under the
+// host's ~12 s first-byte limit). Tests shorten it.
+var bodyWait = 5 * time.Second
+
+// reserveBody takes the request's declared length (the maximum when it is
+// unknown) from the in-flight body budget. It reports false after
+// answering 503.
+func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	n := r.ContentLength
+	if n < 0 || n > s.bodyMax {
+		n = s.bodyMax
+	}
+	if n == 0 {
+		return func() {}, true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
+	defer cancel()
+	if err := s.bodies.Acquire(ctx, n); err != nil {
+		if r.Context().Err() == nil {
+			s.log.Warn("request bodies over budget; answering 503", "bytes", n)
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "server busy with other large requests; retry shortly", http.StatusServiceUnavailable)
+		}
+		return nil, false
+	}
+	return func() { s.bodies.Release(n) }, true
 }
 
 // refuseBatch answers JSON-RPC batch arrays with 400 (no protocol
