@@ -713,3 +713,29 @@ func BenchmarkVerifyPassword(b *testing.B) {
 		}
 	}
 }
+
+// TestHashMemoryReturned: after a verification with the default
+// parameters (64 MiB), the buffer goes back to the system within about
+// releaseDelay instead of staying resident.
+func TestHashMemoryReturned(t *testing.T) {
+	s, pw := initState(t, t.TempDir(), InitOptions{Params: DefaultParams()})
+	retained := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapIdle - m.HeapReleased
+	}
+	if ok, err := s.VerifyPassword(context.Background(), []byte(pw)); !ok || err != nil {
+		t.Fatalf("verify: %v %v", ok, err)
+	}
+	runtime.GC()
+	if before := retained(); before < uint64(DefaultParams().Memory)<<10/2 {
+		t.Logf("runtime already released the buffer (%d bytes idle); nothing to prove", before)
+	}
+	deadline := time.Now().Add(releaseDelay + 5*time.Second)
+	for retained() > 16<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of idle heap still held after a hash", retained())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
