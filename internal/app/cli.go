@@ -494,6 +494,11 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 		ok("control listener %s is loopback-only", cfg.ControlListen)
 	}
 	doctorWorktrees(ctx, cfg, st, ok, warn)
+	if st != nil {
+		if n, bytes, err := st.ProcessOutputTotals(ctx); err == nil {
+			ok("retained command output: %d record(s), %.1f MiB (kept 24 h after each command, 1 GiB at most)", n, float64(bytes)/(1<<20))
+		}
+	}
 	if ok, reason := process.CgroupAvailable(); ok {
 		ok2 := "per-command cgroups available (commands are killed with cgroup.kill)"
 		fmt.Fprintln(out, "✓ "+ok2)

@@ -35,7 +35,8 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 	}
 	code, out, _ := run(t, envOf(env), "doctor")
 	if code != 0 || !strings.Contains(out, "✓ Project alpha: 1 managed worktree(s), none half-created") ||
-		!strings.Contains(out, "pruned 0 half-created worktree item(s) in 1 Project(s)") {
+		!strings.Contains(out, "pruned 0 half-created worktree item(s) in 1 Project(s)") ||
+		!strings.Contains(out, "✓ retained command output: 0 record(s), 0.0 MiB") {
 		t.Fatalf("doctor: %d\n%s", code, out)
 	}
 

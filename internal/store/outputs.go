@@ -91,6 +91,14 @@ func (s *Store) CountProcessOutputs(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// ProcessOutputTotals returns the number of records and the bytes their
+// files hold.
+func (s *Store) ProcessOutputTotals(ctx context.Context) (n, bytes int64, err error) {
+	var row struct{ N, Bytes int64 }
+	err = s.db.WithContext(ctx).Model(&ProcessOutput{}).Select("COUNT(*) AS n, COALESCE(SUM(retained_bytes), 0) AS bytes").Scan(&row).Error
+	return row.N, row.Bytes, err
+}
+
 // OldestEndedProcessOutputs returns up to limit refs of ended commands,
 // the earliest ended first.
 func (s *Store) OldestEndedProcessOutputs(ctx context.Context, limit int) ([]string, error) {
