@@ -20,4 +20,3 @@ func (s *Store) Setting(ctx context.Context, key string) (string, error) {
 	}
 	return v[0], nil
 }
-
