@@ -404,9 +404,23 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 		}
 		entry := &procEntry{p: p, out: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
 			sessionRef: c.caller.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
+		// The record exists before the operation completes, so that after
+		// a crash every ref the model was given reads back (as killed).
+		recorded := false
+		if s.opts.Outputs != nil {
+			if err := s.opts.Outputs.Started(context.WithoutCancel(ctx), &retention.Record{OutputRef: entry.outputRef, ProcessRef: entry.ref,
+				SpoolID: p.SpoolID(), GrantID: entry.grantID, ExecutionID: entry.execID, ProjectRef: entry.projectRef,
+				StartedAt: p.State().StartedAt.UTC()}); err != nil {
+				_ = p.Remove() // kills the tree
+				<-p.Done()
+				lease.Release()
+				return nil, err // it ran for a moment: outcome unknown, not "not started"
+			}
+			recorded = true
+		}
 		s.procs.add(entry)
 		s.recording.Add(1)
-		go s.afterExit(entry, lease)
+		go s.afterExit(entry, lease, recorded)
 		return json.Marshal(storedExec{ProcessRef: entry.ref, OutputRef: entry.outputRef})
 	})
 	if err != nil {
@@ -458,23 +472,13 @@ func (s *Server) workingDir(proj project.Root, rel string) (string, error) {
 	return clean, nil
 }
 
-// afterExit records the command with the retention, releases the Command
-// lease when the whole tree is gone, records a sanitized checkpoint on the
-// execution's Thread, and hands the finished output over to the
-// retention (the entry leaves memory).
-func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease) {
+// afterExit releases the Command lease when the whole tree is gone,
+// records a sanitized checkpoint on the execution's Thread, and (when the
+// command was recorded) hands the finished output over to the retention:
+// the entry leaves memory.
+func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease, recorded bool) {
 	defer s.recording.Done()
 	ctx := context.Background()
-	recorded := false
-	if s.opts.Outputs != nil {
-		err := s.opts.Outputs.Started(ctx, &retention.Record{OutputRef: e.outputRef, ProcessRef: e.ref,
-			SpoolID: e.p.SpoolID(), GrantID: e.grantID, ExecutionID: e.execID, ProjectRef: e.projectRef,
-			StartedAt: e.p.State().StartedAt.UTC()})
-		if err != nil {
-			s.log.Error("record started command", "err", err)
-		}
-		recorded = err == nil
-	}
 	<-e.p.Done()
 	lease.Release()
 	st := e.p.State()
