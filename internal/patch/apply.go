@@ -45,7 +45,8 @@ type Hooks struct {
 // Options tune Apply. The zero value refuses sensitive targets and does
 // not fsync.
 type Options struct {
-	// AllowSensitive permits targets that project.IsSensitive flags.
+	// AllowSensitive permits targets that project.IsSensitive flags, on
+	// the path as written or on the path it leads to inside the root.
 	AllowSensitive bool
 	// Sync fsyncs each staged file before its rename and each touched
 	// directory after the commit.
@@ -114,7 +115,9 @@ type fileState struct {
 // project.CleanRel; entries for other paths are ignored).
 //
 // Nothing is written unless every precondition holds, every hunk is
-// placed and every target is allowed. Then each new content is staged in
+// placed and every target is allowed (a sensitive target, on its path as
+// written or on the path it really leads to inside the root, needs
+// opts.AllowSensitive). Then each new content is staged in
 // a temp file next to its target and committed by rename; each target's
 // hash is checked again just before its rename. On any failure every
 // committed step is undone, temps and created directories are removed,
@@ -133,11 +136,10 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 		return nil, fmt.Errorf("%w: nothing to apply", ErrInvalidPatch)
 	}
 	paths := p.Paths()
-	if !opts.AllowSensitive {
-		for _, ph := range paths {
-			if project.IsSensitive(ph) {
-				return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSensitive}}
-			}
+	resolve := newResolver(root)
+	for _, ph := range paths {
+		if err := checkSensitive(resolve, ph, opts.AllowSensitive); err != nil {
+			return nil, err
 		}
 	}
 	pres, err := cleanPreconditions(pre)

@@ -109,6 +109,7 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 	}
 	want := make([]FileState, len(states))
 	seen := make(map[string]bool, len(states))
+	resolve := newResolver(root)
 	var total int64
 	for i, s := range states {
 		ph, err := project.CleanRel(s.Path)
@@ -122,8 +123,8 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 			return nil, fmt.Errorf("%w: %s is named twice", ErrInvalidPatch, ph)
 		}
 		seen[ph] = true
-		if !opts.AllowSensitive && project.IsSensitive(ph) {
-			return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSensitive}}
+		if err := checkSensitive(resolve, ph, opts.AllowSensitive); err != nil {
+			return nil, err
 		}
 		if s.Absent {
 			s.Content = nil

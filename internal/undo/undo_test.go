@@ -373,9 +373,10 @@ func TestSensitiveNeverSnapshotted(t *testing.T) {
 		{"dotenv", map[string]tfile{"a.txt": {content: "a\n"}}, [2]string{},
 			"*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: .env\n+TOKEN=" + secret + "\n*** End Patch",
 			patch.Options{AllowSensitive: true}},
+		// Apply refuses keys/config without AllowSensitive, on its real path.
 		{"real path under .ssh", map[string]tfile{".ssh/config": {content: "Host x\n"}}, [2]string{"keys", ".ssh"},
 			"*** Begin Patch\n*** Update File: keys/config\n@@\n-Host x\n+IdentityFile " + secret + "\n*** End Patch",
-			patch.Options{}},
+			patch.Options{AllowSensitive: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

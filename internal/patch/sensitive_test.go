@@ -1,0 +1,136 @@
+package patch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/devspace-dev/devspace/internal/project"
+)
+
+// sensitiveTree holds .ssh/config and .aws/credentials-like files behind
+// innocent-looking symlinks.
+func sensitiveTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]tfile{
+		".ssh/config":  {content: "Host x\n"},
+		".aws/config":  {content: "[default]\n"},
+		"src/main.txt": {content: "main\n"},
+	})
+	for link, target := range map[string]string{
+		"keys":       ".ssh",          // keys/config is .ssh/config
+		"src/up":     "..",            // src/up/.ssh/config
+		"chain":      "hop",           // chain → hop → .aws
+		"hop":        ".aws",          //
+		"plain.link": "src/main.txt",  // a final symlink: refused as such
+		"nested":     "src/../.ssh/.", // a target with dots
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestApplyRefusesSensitiveTargetBehindSymlink(t *testing.T) {
+	tests := []struct {
+		name, patch string
+	}{
+		{"update through dir link", "*** Begin Patch\n*** Update File: keys/config\n@@\n-Host x\n+Host y\n*** End Patch"},
+		{"add through dir link", "*** Begin Patch\n*** Add File: keys/authorized_keys\n+ssh-ed25519 AAAA\n*** End Patch"},
+		{"add in a new dir through dir link", "*** Begin Patch\n*** Add File: keys/sub/new\n+x\n*** End Patch"},
+		{"delete through dir link", "*** Begin Patch\n*** Delete File: keys/config\n*** End Patch"},
+		{"link climbing up", "*** Begin Patch\n*** Update File: src/up/.ssh/config\n@@\n-Host x\n+Host y\n*** End Patch"},
+		{"chain of links", "*** Begin Patch\n*** Update File: chain/config\n@@\n-[default]\n+[evil]\n*** End Patch"},
+		{"dotted target", "*** Begin Patch\n*** Update File: nested/config\n@@\n-Host x\n+Host y\n*** End Patch"},
+		{"move onto it", "*** Begin Patch\n*** Update File: src/main.txt\n*** Move to: keys/config\n*** End Patch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := sensitiveTree(t)
+			before := snapshot(t, dir)
+			_, err := apply(t, dir, tt.patch, Options{})
+			var pe *project.PathError
+			if !errors.As(err, &pe) || pe.Reason != project.ReasonSensitive {
+				t.Fatalf("Apply error = %v, want path denied (sensitive)", err)
+			}
+			diffSnapshots(t, before, snapshot(t, dir))
+		})
+	}
+	t.Run("allowed when asked", func(t *testing.T) {
+		dir := sensitiveTree(t)
+		if _, err := apply(t, dir, tests[0].patch, Options{AllowSensitive: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, dir, ".ssh/config"); got != "Host y\n" {
+			t.Errorf(".ssh/config = %q", got)
+		}
+	})
+	t.Run("a link to an ordinary dir is fine", func(t *testing.T) {
+		dir := sensitiveTree(t)
+		if err := os.Symlink("src", filepath.Join(dir, "code")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := apply(t, dir, "*** Begin Patch\n*** Update File: code/main.txt\n@@\n-main\n+MAIN\n*** End Patch", Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, dir, "src/main.txt"); got != "MAIN\n" {
+			t.Errorf("src/main.txt = %q", got)
+		}
+	})
+}
+
+func TestRestoreRefusesSensitiveTargetBehindSymlink(t *testing.T) {
+	dir := sensitiveTree(t)
+	before := snapshot(t, dir)
+	_, err := Restore(context.Background(), openRoot(t, dir), []FileState{
+		{Path: "keys/config", Expect: hashOf("Host x\n"), Content: []byte("Host evil\n"), Mode: 0o644},
+	}, nil, Options{})
+	var pe *project.PathError
+	if !errors.As(err, &pe) || pe.Reason != project.ReasonSensitive {
+		t.Fatalf("Restore error = %v, want path denied (sensitive)", err)
+	}
+	diffSnapshots(t, before, snapshot(t, dir))
+}
+
+func TestResolverRealPath(t *testing.T) {
+	dir := sensitiveTree(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../..", filepath.Join(dir, "src/esc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop2", filepath.Join(dir, "loop1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop1", filepath.Join(dir, "loop2")); err != nil {
+		t.Fatal(err)
+	}
+	r := newResolver(openRoot(t, dir))
+	for in, want := range map[string]string{
+		"keys/config":        ".ssh/config",
+		"keys/missing/x":     ".ssh/missing/x",
+		"src/up/.aws/config": ".aws/config",
+		"chain/config":       ".aws/config",
+		"nested/config":      ".ssh/config",
+		"src/main.txt":       "src/main.txt",
+		"plain.link":         "plain.link", // the last element as written
+		"new/file":           "new/file",
+		"src/main.txt/x":     "src/main.txt/x",
+	} {
+		got, err := r.realPath(in)
+		if err != nil || got != want {
+			t.Errorf("realPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"out/x", "src/esc/x", "loop1/x"} {
+		if got, err := r.realPath(in); err == nil {
+			t.Errorf("realPath(%q) = %q, want an error", in, got)
+		}
+	}
+}
