@@ -41,8 +41,10 @@ var flagCrashAllow = flagStringList("crash-allow", "TestCrash: violation kinds r
 //
 //   - the database passes PRAGMA integrity_check and the server becomes
 //     ready again;
-//   - every patched file is either fully old or fully new, and no staging
-//     leftover (.<name>.devspace-<hex>.tmp/.orig/.del) remains;
+//   - every patched file is either fully old or fully new; after the
+//     restart the whole patch is (the server finishes or undoes a patch
+//     the kill interrupted), and no staging leftover
+//     (.<name>.devspace-<hex>.tmp/.orig/.del) remains;
 //   - no command ran twice (each writes one line to its marker file), and
 //     no process of a command survives the restart (each command carries a
 //     marker in its environment; /proc is scanned), nor an orphaned
@@ -401,6 +403,16 @@ func (c *crashRun) iteration(i int, action string, delay time.Duration) {
 
 	c.srv.Start()
 	c.checkOrphans(where)
+	if action == "apply_patch" {
+		// The restart recovers an interrupted patch before serving: a
+		// patch killed after its commit point is finished, one killed
+		// before it undone, so no patch stays mixed.
+		after := c.patchState(where + " after the restart")
+		c.outcomes[fmt.Sprintf("apply_patch / files %s at the kill, %s after the restart", state, after)]++
+		if after == "mixed" {
+			c.violate("patch_mixed_after_restart", "%s: files mixed at the kill stayed mixed after the restart", where)
+		}
+	}
 	c.checkLeftovers(where)
 	if action == "token_refresh" {
 		c.retryRefresh(op, first, where)

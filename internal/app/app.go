@@ -26,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
@@ -210,11 +211,18 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, fmt.Errorf("open undo snapshots: %w", err)
 		}
 	}
+	var intents *patch.Intents
+	if serving {
+		if intents, err = openPatchIntents(ctx, cfg, catalog, log); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
 		Processes: a.procs, Outputs: a.outputs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
-		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log})
+		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log, PatchIntents: intents})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -175,7 +175,7 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 		if err := s.opts.Store.JournalRoom(ctx, w.exec.ID, int64(len(in.Patch)), journalLimits); err != nil {
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 		}
-		res, err := patch.Apply(ctx, w.root, p, pre, patch.Options{AllowSensitive: in.AllowSensitive})
+		res, err := patch.Apply(ctx, w.root, p, pre, patch.Options{AllowSensitive: in.AllowSensitive, Intents: s.opts.PatchIntents})
 		if err != nil {
 			if errors.Is(err, patch.ErrRollbackIncomplete) {
 				return nil, err // effects unknown: never re-run

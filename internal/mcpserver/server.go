@@ -26,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/retention"
@@ -63,6 +64,11 @@ type Options struct {
 	MaxBodyBytes   int64
 	Metrics        *metrics.Metrics
 	Logger         *slog.Logger // nil discards
+
+	// PatchIntents records apply_patch and undo_patch commits durably so
+	// that a crash is finished or undone at the next start; nil keeps them
+	// atomic only while the process lives.
+	PatchIntents *patch.Intents
 }
 
 // Server is the MCP endpoint. It is safe for concurrent use.

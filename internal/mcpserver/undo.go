@@ -97,7 +97,7 @@ func (s *Server) undoPatch(ctx context.Context, c *call, in *undoPatchIn) (undoP
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 		}
-		res, err := patch.Restore(ctx, w.root, states, dirs, patch.Options{})
+		res, err := patch.Restore(ctx, w.root, states, dirs, patch.Options{Intents: s.opts.PatchIntents})
 		if err != nil {
 			if errors.Is(err, patch.ErrRollbackIncomplete) {
 				return nil, err

@@ -40,10 +40,17 @@ type Hooks struct {
 	// AfterCommit runs after the last commit step, before backups are
 	// discarded.
 	AfterCommit func() error
+	// Crash is asked at each point of the commit protocol, numbered from
+	// 0 in the order reached (rollback points included). When it returns
+	// true the transaction stops there as if the process had been killed:
+	// nothing is rolled back, cleaned up or removed from Intents, and Apply
+	// or Restore returns an error. Intents.Recover then does what a
+	// restart would.
+	Crash func(point int) bool
 }
 
-// Options tune Apply. The zero value refuses sensitive targets and does
-// not fsync.
+// Options tune Apply and Restore. The zero value refuses sensitive
+// targets, does not fsync and keeps no intent record.
 type Options struct {
 	// AllowSensitive permits targets that project.IsSensitive flags, on
 	// the path as written or on the path it leads to inside the root.
@@ -51,6 +58,11 @@ type Options struct {
 	// Sync fsyncs each staged file before its rename and each touched
 	// directory after the commit.
 	Sync bool
+	// Intents, when set, records each transaction durably outside the
+	// Project before it touches anything, so that Intents.Recover can
+	// finish or undo it after a crash and remove its staging files. Nil
+	// keeps a transaction atomic only while the process lives.
+	Intents *Intents
 	// Hooks are for tests only.
 	Hooks *Hooks
 }
@@ -117,17 +129,20 @@ type fileState struct {
 // Nothing is written unless every precondition holds, every hunk is
 // placed and every target is allowed (a sensitive target, on its path as
 // written or on the path it really leads to inside the root, needs
-// opts.AllowSensitive). Then each new content is staged in
-// a temp file next to its target and committed by rename; each target's
-// hash is checked again just before its rename. On any failure every
-// committed step is undone, temps and created directories are removed,
-// and the error is returned (joined with ErrRollbackIncomplete if the
-// undo itself failed).
+// opts.AllowSensitive). Then each new content is staged in a temp file
+// next to its target and committed by rename; each target's hash is
+// checked again just before its rename. On any failure every committed
+// step is undone, temps and created directories are removed, and the
+// error is returned (joined with ErrRollbackIncomplete if the undo itself
+// failed). With opts.Intents the transaction is also recorded durably
+// first, so that a crash at any point is finished or undone by
+// Intents.Recover (see Intents for the protocol).
 //
 // Errors: *PreconditionMissingError, *VersionConflict, *HunkError
 // (ErrContextNotFound, ErrAmbiguous), *FileError wrapping
 // project.ErrPathDenied, ErrBinaryTarget, ErrTargetMissing or a
-// filesystem error, ErrTooLarge, ctx.Err().
+// filesystem error, ErrTooLarge, ctx.Err(), or the failure to write the
+// intent record.
 //
 // Apply does not coordinate with other writers: the caller holds the
 // root's write lock.
@@ -296,14 +311,17 @@ func isText(b []byte) bool {
 type write struct {
 	path    string
 	content []byte
+	hash    string // of content; "" lets tx compute it
 	mode    fs.FileMode
 	expect  *fileState
-	tmp     string
+	tmp     string // staging name, chosen before anything is written
+	aside   string // where the original is kept while committing ("" for a create)
 }
 
 type removal struct {
 	path   string
 	expect *fileState
+	aside  string // where the original goes until the commit is complete
 }
 
 type plan struct {
@@ -343,7 +361,7 @@ func compute(ctx context.Context, p *Patch, states map[string]*fileState, total 
 			}
 			fr.Action, fr.Added = ActionAdd, countLines(content)
 			fr.After, fr.AfterMode, fr.AfterContent = HashContent(content), mode, content
-			pl.writes = append(pl.writes, &write{path: f.Path, content: content, mode: mode, expect: st})
+			pl.writes = append(pl.writes, &write{path: f.Path, content: content, hash: fr.After, mode: mode, expect: st})
 		case Delete:
 			if !st.exists {
 				return nil, nil, &FileError{Path: f.Path, Err: ErrTargetMissing}
@@ -372,7 +390,7 @@ func compute(ctx context.Context, p *Patch, states map[string]*fileState, total 
 			fr.After, fr.AfterMode, fr.AfterContent = HashContent(edit.content), st.mode, edit.content
 			if f.MoveTo == "" {
 				if !bytes.Equal(edit.content, st.content) {
-					pl.writes = append(pl.writes, &write{path: f.Path, content: edit.content, mode: st.mode, expect: st})
+					pl.writes = append(pl.writes, &write{path: f.Path, content: edit.content, hash: fr.After, mode: st.mode, expect: st})
 				}
 				break
 			}
@@ -381,7 +399,7 @@ func compute(ctx context.Context, p *Patch, states map[string]*fileState, total 
 			if dst.exists {
 				fr.Replaced, fr.ReplacedMode, fr.ReplacedContent = dst.hash, dst.mode, dst.content
 			}
-			pl.writes = append(pl.writes, &write{path: f.MoveTo, content: edit.content, mode: st.mode, expect: dst})
+			pl.writes = append(pl.writes, &write{path: f.MoveTo, content: edit.content, hash: fr.After, mode: st.mode, expect: dst})
 			pl.removals = append(pl.removals, &removal{path: f.Path, expect: st})
 		}
 		res.Files = append(res.Files, fr)
@@ -410,6 +428,9 @@ type tx struct {
 	removed []string        // empty directories removed after the commit
 	temps   []string        // staged temps not yet consumed
 	done    []step          // committed steps, for rollback
+
+	intent *intent // the durable record; nil without opts.Intents
+	points int     // protocol points reached, for Hooks.Crash
 }
 
 type stepKind int
@@ -424,15 +445,54 @@ type step struct {
 	kind   stepKind
 	path   string
 	aside  string // backup link or deleted original; "" when unavailable
+	tmp    string // the write's staging name, free again once renamed
 	expect *fileState
 }
 
+// errCrashed is what a transaction stopped by Hooks.Crash returns.
+var errCrashed = errors.New("transaction stopped by Hooks.Crash")
+
+// run commits pl. With an intent record the protocol is (Intents):
+// record "staging" → stage → "committing" (the commit point) → renames →
+// cleanup → record removed; a failure after the commit point marks the
+// record "rolling_back" before undoing.
 func (t *tx) run(ctx context.Context, pl *plan) (err error) {
+	t.name(pl)
+	if t.opts.Intents != nil && len(pl.writes)+len(pl.removals) > 0 {
+		if t.intent, err = t.opts.Intents.begin(t.record(pl)); err != nil {
+			return err
+		}
+	}
 	defer func() {
-		if err != nil {
-			err = t.rollback(err)
+		if err == nil || errors.Is(err, errCrashed) {
+			return
+		}
+		if t.intent != nil && t.intent.phase != phaseStaging {
+			// A crash while undoing must go on undoing. Should the record
+			// stay "committing", Recover finishes the patch instead.
+			_ = t.intent.advance(phaseRollingBack)
+			if t.crashed() {
+				err = errCrashed
+				return
+			}
+		}
+		err = t.rollback(err)
+		if errors.Is(err, errCrashed) {
+			return
+		}
+		if t.intent != nil {
+			if errors.Is(err, ErrRollbackIncomplete) {
+				// Left for Recover at the next start, which finishes
+				// what it safely can.
+				t.intent.release()
+			} else {
+				t.intent.finish()
+			}
 		}
 	}()
+	if t.crashed() {
+		return errCrashed
+	}
 	for _, w := range pl.writes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -440,10 +500,22 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 		if err := t.stage(w); err != nil {
 			return err
 		}
+		if t.crashed() {
+			return errCrashed
+		}
 	}
 	if h := t.hooks(); h.AfterStage != nil {
 		if err := h.AfterStage(); err != nil {
 			return err
+		}
+	}
+	if t.intent != nil {
+		// The commit point: from here a crash is finished, not undone.
+		if err := t.intent.advance(phaseCommitting); err != nil {
+			return err
+		}
+		if t.crashed() {
+			return errCrashed
 		}
 	}
 	i := 0
@@ -454,6 +526,9 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 		if err := t.commitWrite(w); err != nil {
 			return err
 		}
+		if t.crashed() {
+			return errCrashed
+		}
 		i++
 	}
 	for _, r := range pl.removals {
@@ -462,6 +537,9 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 		}
 		if err := t.commitRemoval(r); err != nil {
 			return err
+		}
+		if t.crashed() {
+			return errCrashed
 		}
 		i++
 	}
@@ -476,10 +554,14 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 		}
 	}
 	// Committed: discard the originals kept aside. A failure here leaves
-	// a hidden leftover but the patch itself stands.
+	// a hidden leftover (Recover removes it at the next start if the
+	// record is still there) but the patch itself stands.
 	for _, s := range t.done {
 		if s.aside != "" {
 			_ = t.root.Remove(s.aside)
+			if t.crashed() {
+				return errCrashed
+			}
 		}
 	}
 	for _, tmp := range t.temps {
@@ -488,7 +570,78 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 	// Only now are the directories free of the originals kept aside.
 	// Past the commit, a directory that cannot go simply stays.
 	t.removeEmptyDirs(pl.rmdirs)
+	if t.crashed() {
+		return errCrashed
+	}
+	if t.intent != nil {
+		t.intent.finish()
+	}
 	return nil
+}
+
+// name chooses every staging and aside name before anything is written,
+// so that the intent record can list them.
+func (t *tx) name(pl *plan) {
+	for _, w := range pl.writes {
+		w.tmp = asideName(w.path, "tmp")
+		if w.expect.exists {
+			w.aside = asideName(w.path, "orig")
+		}
+		if w.hash == "" {
+			w.hash = HashContent(w.content)
+		}
+	}
+	for _, r := range pl.removals {
+		r.aside = asideName(r.path, "del")
+	}
+}
+
+// record describes pl for the intent record: every name the transaction
+// may create, with the old and new state of each target.
+func (t *tx) record(pl *plan) *intentRecord {
+	rec := &intentRecord{Version: intentVersion, Root: rootPath(t.root), Dirs: t.missingDirs(pl), RmDirs: pl.rmdirs}
+	for _, w := range pl.writes {
+		rec.Steps = append(rec.Steps, intentStep{Op: opWrite, Path: w.path, Tmp: w.tmp, Aside: w.aside,
+			Old: w.expect.hash, OldMode: uint32(w.expect.mode), New: w.hash, NewMode: uint32(w.mode.Perm())})
+	}
+	for _, r := range pl.removals {
+		rec.Steps = append(rec.Steps, intentStep{Op: opRemove, Path: r.path, Aside: r.aside,
+			Old: r.expect.hash, OldMode: uint32(r.expect.mode)})
+	}
+	return rec
+}
+
+// missingDirs lists the parent directories of pl's writes that do not
+// exist yet, parents first: those mkdirs will create.
+func (t *tx) missingDirs(pl *plan) []string {
+	known := map[string]bool{".": true}
+	var out []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		if known[dir] {
+			return
+		}
+		known[dir] = true
+		walk(path.Dir(dir))
+		if _, err := t.root.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, dir)
+		}
+	}
+	for _, w := range pl.writes {
+		walk(path.Dir(w.path))
+	}
+	return out
+}
+
+// crashed reports whether Hooks.Crash stops the transaction at this
+// point.
+func (t *tx) crashed() bool {
+	h := t.hooks()
+	if h.Crash == nil {
+		return false
+	}
+	t.points++
+	return h.Crash(t.points - 1)
 }
 
 func (t *tx) hooks() *Hooks {
@@ -508,46 +661,36 @@ func (t *tx) before(ctx context.Context, i int, ph string) error {
 	return nil
 }
 
-// stage writes w's content to a new temp file in w's directory, creating
+// stage writes w's content to its temp file in w's directory, creating
 // missing parent directories.
 func (t *tx) stage(w *write) error {
 	if err := t.mkdirs(w.path, path.Dir(w.path)); err != nil {
 		return err
 	}
-	tmp, err := t.createTemp(w.path, w.content, w.mode)
-	if err != nil {
-		return err
-	}
-	w.tmp = tmp
-	return nil
+	return t.createTemp(w.tmp, w.path, w.content, w.mode)
 }
 
-func (t *tx) createTemp(ph string, content []byte, mode fs.FileMode) (string, error) {
-	for attempt := 0; ; attempt++ {
-		tmp := asideName(ph, "tmp")
-		f, err := t.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if errors.Is(err, fs.ErrExist) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return "", fileErr(ph, err)
-		}
-		t.temps = append(t.temps, tmp)
-		err = f.Chmod(mode) // the umask may have narrowed it
-		if err == nil {
-			_, err = f.Write(content)
-		}
-		if err == nil && t.opts.Sync {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return "", fileErr(ph, err)
-		}
-		return tmp, nil
+// createTemp creates tmp, which must not exist, with content and mode.
+func (t *tx) createTemp(tmp, ph string, content []byte, mode fs.FileMode) error {
+	f, err := t.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fileErr(ph, err)
 	}
+	t.temps = append(t.temps, tmp)
+	err = f.Chmod(mode) // the umask may have narrowed it
+	if err == nil {
+		_, err = f.Write(content)
+	}
+	if err == nil && t.opts.Sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fileErr(ph, err)
+	}
+	return nil
 }
 
 // mkdirs creates the missing directories of dir, remembering them.
@@ -568,6 +711,9 @@ func (t *tx) mkdirs(ph, dir string) error {
 			return fileErr(ph, err)
 		}
 		t.created = append(t.created, dir)
+		if t.crashed() {
+			return errCrashed
+		}
 	default:
 		return fileErr(ph, err)
 	}
@@ -595,12 +741,15 @@ func (t *tx) commitWrite(w *write) error {
 		// Keep the original inode under a second name so rollback can put
 		// it back; renaming the temp over the path never writes into the
 		// original (a hard link elsewhere keeps its content).
-		aside := asideName(w.path, "orig")
+		aside := w.aside
 		if err := t.root.Link(w.path, aside); err != nil {
 			if errors.Is(project.Classify(err), project.ErrPathDenied) {
 				return fileErr(w.path, err)
 			}
 			aside = "" // no hard links here: rollback rewrites from memory
+		}
+		if aside != "" && t.crashed() {
+			return errCrashed
 		}
 		if err := t.root.Rename(w.tmp, w.path); err != nil {
 			if aside != "" {
@@ -609,7 +758,7 @@ func (t *tx) commitWrite(w *write) error {
 			return fileErr(w.path, err)
 		}
 		t.consumed(w.tmp)
-		t.done = append(t.done, step{kind: stepReplaced, path: w.path, aside: aside, expect: w.expect})
+		t.done = append(t.done, step{kind: stepReplaced, path: w.path, aside: aside, tmp: w.tmp, expect: w.expect})
 		return nil
 	}
 	// Linking fails if the path appeared since validation, which a rename
@@ -617,7 +766,10 @@ func (t *tx) commitWrite(w *write) error {
 	err := t.root.Link(w.tmp, w.path)
 	switch {
 	case err == nil:
-		t.done = append(t.done, step{kind: stepCreated, path: w.path})
+		t.done = append(t.done, step{kind: stepCreated, path: w.path, tmp: w.tmp})
+		if t.crashed() {
+			return errCrashed
+		}
 		if t.root.Remove(w.tmp) == nil {
 			t.consumed(w.tmp)
 		}
@@ -641,7 +793,7 @@ func (t *tx) commitWrite(w *write) error {
 		return fileErr(w.path, err)
 	}
 	t.consumed(w.tmp)
-	t.done = append(t.done, step{kind: stepCreated, path: w.path})
+	t.done = append(t.done, step{kind: stepCreated, path: w.path, tmp: w.tmp})
 	return nil
 }
 
@@ -649,11 +801,10 @@ func (t *tx) commitRemoval(r *removal) error {
 	if err := t.recheck(r.path, r.expect); err != nil {
 		return err
 	}
-	aside := asideName(r.path, "del")
-	if err := t.root.Rename(r.path, aside); err != nil {
+	if err := t.root.Rename(r.path, r.aside); err != nil {
 		return fileErr(r.path, err)
 	}
-	t.done = append(t.done, step{kind: stepRemoved, path: r.path, aside: aside, expect: r.expect})
+	t.done = append(t.done, step{kind: stepRemoved, path: r.path, aside: r.aside, expect: r.expect})
 	return nil
 }
 
@@ -698,7 +849,8 @@ func (t *tx) syncDirs(pl *plan) error {
 
 // rollback undoes the committed steps (newest first), removes temps and
 // the directories it created (deepest first), and returns cause, joined
-// with ErrRollbackIncomplete when something could not be restored.
+// with ErrRollbackIncomplete when something could not be restored. It
+// returns errCrashed alone when Hooks.Crash stops it.
 func (t *tx) rollback(cause error) error {
 	var errs []error
 	for i := len(t.done) - 1; i >= 0; i-- {
@@ -710,10 +862,11 @@ func (t *tx) rollback(cause error) error {
 				err = t.root.Rename(s.aside, s.path)
 				break
 			}
-			var tmp string
-			if tmp, err = t.createTemp(s.path, s.expect.content, s.expect.mode); err == nil {
-				if err = t.root.Rename(tmp, s.path); err == nil {
-					t.consumed(tmp)
+			// The write's staging name is free again and listed in the
+			// intent record, so a crash here leaves nothing unknown.
+			if err = t.createTemp(s.tmp, s.path, s.expect.content, s.expect.mode); err == nil {
+				if err = t.root.Rename(s.tmp, s.path); err == nil {
+					t.consumed(s.tmp)
 				}
 			}
 		case stepCreated:
@@ -723,6 +876,9 @@ func (t *tx) rollback(cause error) error {
 		}
 		if err != nil {
 			errs = append(errs, fileErr(s.path, err))
+		}
+		if t.crashed() {
+			return errCrashed
 		}
 	}
 	for _, tmp := range t.temps {
@@ -736,6 +892,9 @@ func (t *tx) rollback(cause error) error {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 			errs = append(errs, fileErr(t.created[i], err))
 		}
+	}
+	if t.crashed() {
+		return errCrashed
 	}
 	if errs == nil {
 		return cause

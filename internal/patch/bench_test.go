@@ -71,7 +71,7 @@ func (bt *benchTree) reset(b *testing.B, dir string) {
 
 func BenchmarkApply1000Hunks200Files(b *testing.B) {
 	bt := newBenchTree()
-	b.Run("devspace", func(b *testing.B) {
+	devspace := func(b *testing.B, opts func(b *testing.B) Options) {
 		dir := b.TempDir()
 		bt.reset(b, dir)
 		root, err := os.OpenRoot(dir)
@@ -83,6 +83,7 @@ func BenchmarkApply1000Hunks200Files(b *testing.B) {
 		for name, content := range bt.files {
 			pre[name] = Precondition{Set: true, ContentHash: HashContent([]byte(content))}
 		}
+		o := opts(b)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -93,7 +94,7 @@ func BenchmarkApply1000Hunks200Files(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			res, err := Apply(context.Background(), root, p, pre, Options{})
+			res, err := Apply(context.Background(), root, p, pre, o)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,6 +102,19 @@ func BenchmarkApply1000Hunks200Files(b *testing.B) {
 				b.Fatalf("unexpected result %+v", res.Files[0])
 			}
 		}
+	}
+	b.Run("devspace", func(b *testing.B) {
+		devspace(b, func(*testing.B) Options { return Options{} })
+	})
+	// With the intent record a server keeps (three fsyncs per patch).
+	b.Run("devspace-intents", func(b *testing.B) {
+		devspace(b, func(b *testing.B) Options {
+			in, err := OpenIntents(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return Options{Intents: in}
+		})
 	})
 	b.Run("git-apply", func(b *testing.B) {
 		git, err := exec.LookPath("git")

@@ -1,7 +1,10 @@
 // Package patch parses Codex-format patches ("*** Begin Patch" …
 // "*** End Patch") and applies them atomically to a Project through its
 // *os.Root: every target is staged to a temp file in its own directory,
-// committed by rename and rolled back completely on any failure.
+// committed by rename and rolled back completely on any failure. With an
+// Intents directory each commit is also recorded durably outside the
+// Project, so that a crash is finished or undone at the next start
+// (Intents.Recover).
 //
 // The package knows nothing about MCP: callers pass plain types and map
 // the sentinels below to tool errors (DESIGN §8). Errors never contain a

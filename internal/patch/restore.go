@@ -96,7 +96,9 @@ func (e *RestoreConflict) Unwrap() []error {
 // project.ErrPathDenied (sensitive targets unless opts.AllowSensitive,
 // symlinks, special files) or a filesystem error, ErrTooLarge,
 // ErrInvalidPatch for malformed input (no files, a duplicate path),
-// ctx.Err(); joined with ErrRollbackIncomplete if the rollback failed.
+// ctx.Err(), the failure to write the intent record; joined with
+// ErrRollbackIncomplete if the rollback failed. With opts.Intents a crash
+// is finished or undone by Intents.Recover, as for Apply.
 //
 // Restore does not coordinate with other writers: the caller holds the
 // root's write lock.
@@ -192,7 +194,7 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 			}
 			fr.Added, fr.Removed = changedLines(st.content, content)
 			fr.After, fr.AfterMode, fr.AfterContent = HashContent(content), s.Mode, content
-			pl.writes = append(pl.writes, &write{path: s.Path, content: content, mode: s.Mode, expect: st})
+			pl.writes = append(pl.writes, &write{path: s.Path, content: content, hash: fr.After, mode: s.Mode, expect: st})
 			res.Bytes += int64(len(content))
 		}
 		res.Files = append(res.Files, fr)
@@ -243,7 +245,7 @@ func cleanDirs(in []string) ([]string, error) {
 // directory in place.
 func (t *tx) removeEmptyDirs(dirs []string) {
 	for _, d := range dirs {
-		if !t.realDir(d) {
+		if !realDir(t.root, d) {
 			continue
 		}
 		if t.root.Remove(d) == nil {
@@ -268,12 +270,12 @@ func (t *tx) removeEmptyDirs(dirs []string) {
 
 // realDir reports whether d and each of its parents is a directory, not
 // a symlink to one.
-func (t *tx) realDir(d string) bool {
+func realDir(root *os.Root, d string) bool {
 	for i := 0; i <= len(d); i++ {
 		if i < len(d) && d[i] != '/' {
 			continue
 		}
-		fi, err := t.root.Lstat(d[:i])
+		fi, err := root.Lstat(d[:i])
 		if err != nil || !fi.IsDir() {
 			return false
 		}
