@@ -22,6 +22,11 @@ func newService(t *testing.T, st *store.Store, roots map[string]string) *Service
 	for label, path := range roots {
 		specs = append(specs, project.Spec{Label: label, Path: path})
 	}
+	return newServiceSpecs(t, st, specs)
+}
+
+func newServiceSpecs(t testing.TB, st *store.Store, specs []project.Spec) *Service {
+	t.Helper()
 	cat, err := project.NewCatalog(key, specs)
 	if err != nil {
 		t.Fatal(err)

@@ -25,10 +25,11 @@ func (s *Service) InstructionsDelta(ctx context.Context, e *store.Execution, r *
 	if err != nil {
 		return nil, fmt.Errorf("instructions: %w", err)
 	}
+	batch := finder.Batch() // each directory read once, whatever the number of paths
 	found := map[string]instructions.File{}
 	var order []string
 	for _, p := range paths {
-		files, err := finder.ForPath(ctx, p)
+		files, err := batch.ForPath(ctx, p)
 		if err != nil {
 			continue
 		}

@@ -122,6 +122,54 @@ func (f *Finder) Root(ctx context.Context) (*Set, error) {
 // rel must be slash-separated and clean (see ErrBadPath); "." means the root
 // itself and yields no files.
 func (f *Finder) ForPath(ctx context.Context, rel string) ([]File, error) {
+	return f.forPath(ctx, rel, f.chooseIn)
+}
+
+// Batch returns a Batch for the paths of one call (a tool call touching
+// many files).
+func (f *Finder) Batch() *Batch {
+	return &Batch{f: f, dirs: map[string]choice{}}
+}
+
+// Batch answers ForPath for many paths, listing each directory and
+// reading the file it contributes at most once: the work grows with the
+// distinct directories, not with the paths (200 files of a patch usually
+// share a handful). What a directory contributes is read at its first
+// use and then remembered for the Batch's life, so a Batch must not
+// outlive the call it serves; failures are not remembered. Get one from
+// Finder.Batch (the zero value is not usable). A Batch is not safe for
+// concurrent use; the Finder it came from stays so.
+type Batch struct {
+	f    *Finder
+	dirs map[string]choice
+}
+
+type choice struct {
+	file File
+	ok   bool
+}
+
+// ForPath returns what Finder.ForPath returns for rel, except that
+// directories already looked at by this Batch are not read again.
+func (b *Batch) ForPath(ctx context.Context, rel string) ([]File, error) {
+	return b.f.forPath(ctx, rel, b.chooseIn)
+}
+
+func (b *Batch) chooseIn(ctx context.Context, dir string) (File, bool, error) {
+	if c, seen := b.dirs[dir]; seen {
+		return c.file, c.ok, nil
+	}
+	file, ok, err := b.f.chooseIn(ctx, dir)
+	if err != nil {
+		return File{}, false, err
+	}
+	b.dirs[dir] = choice{file, ok}
+	return file, ok, nil
+}
+
+// forPath is ForPath with chooseIn as the way to learn what a directory
+// contributes.
+func (f *Finder) forPath(ctx context.Context, rel string, chooseIn func(context.Context, string) (File, bool, error)) ([]File, error) {
 	if strings.IndexByte(rel, 0) >= 0 || !fs.ValidPath(rel) {
 		return nil, fmt.Errorf("instructions: %w: %q", ErrBadPath, rel)
 	}
@@ -135,7 +183,7 @@ func (f *Finder) ForPath(ctx context.Context, rel string) ([]File, error) {
 		n++
 	}
 	for i := 1; i <= n; i++ {
-		file, ok, err := f.chooseIn(ctx, strings.Join(dirs[:i], "/"))
+		file, ok, err := chooseIn(ctx, strings.Join(dirs[:i], "/"))
 		if err != nil {
 			return nil, err
 		}

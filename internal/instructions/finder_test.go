@@ -33,7 +33,7 @@ func newEnv(t *testing.T) env {
 }
 
 // write creates rel (slash-separated, below the Project) with content.
-func (e env) write(t *testing.T, rel, content string) {
+func (e env) write(t testing.TB, rel, content string) {
 	t.Helper()
 	p := filepath.Join(e.proj, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

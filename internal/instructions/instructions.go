@@ -50,7 +50,9 @@
 // Set.Revision is the SHA-256 of the whole text; it changes whenever a file,
 // its path or its trust class changes, and does not depend on the page size.
 //
-// Nothing is cached: every call reads the filesystem again.
+// Nothing is cached across calls: every call reads the filesystem again. A
+// Batch, which serves the many paths of one tool call, reads each directory
+// once.
 package instructions
 
 import (

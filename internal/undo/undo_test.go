@@ -466,8 +466,8 @@ func TestBoundsDropOldest(t *testing.T) {
 		if _, err := e.store.Get(e.exec, "op1"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(op1) = %v, want ErrNotFound", err)
 		}
-		if n := countFiles(t, e.storeDir, "blobs"); n != 3 {
-			t.Errorf("%d contents stored, want 3", n)
+		if n := countFiles(t, e.storeDir, "pack-"); n != 3 {
+			t.Errorf("%d packs stored, want 3", n)
 		}
 	})
 	t.Run("bytes per execution", func(t *testing.T) {
@@ -495,7 +495,9 @@ func TestBoundsDropOldest(t *testing.T) {
 		}
 	})
 	t.Run("total", func(t *testing.T) {
-		e := newEnv(t, nil, Options{TotalBytes: 5000, Now: now})
+		// Each snapshot keeps ~1,330 bytes: 1,001 of content and its
+		// manifest.
+		e := newEnv(t, nil, Options{TotalBytes: 5500, Now: now})
 		for i := 1; i <= 3; i++ {
 			e.exec = "exe_a"
 			e.apply(fmt.Sprint("op", 2*i-1), addPatch(fmt.Sprintf("%c.txt", 'a'+2*i), 1000), patch.Options{})
@@ -509,7 +511,7 @@ func TestBoundsDropOldest(t *testing.T) {
 		if got, want := opIDs(e, "exe_b"), []string{"op4", "op6"}; !cmp.Equal(got, want) {
 			t.Errorf("exe_b kept %q, want %q", got, want)
 		}
-		if total, _ := e.store.Bytes(""); total > 5000 {
+		if total, _ := e.store.Bytes(""); total > 5500 {
 			t.Errorf("%d bytes kept", total)
 		}
 		if err := e.store.DropExecution("exe_a"); err != nil {
@@ -524,11 +526,12 @@ func TestBoundsDropOldest(t *testing.T) {
 	})
 }
 
-func countFiles(t *testing.T, dir, parent string) int {
+// countFiles counts the files under dir whose name starts with prefix.
+func countFiles(t *testing.T, dir, prefix string) int {
 	t.Helper()
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(p)) == parent {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), prefix) {
 			n++
 		}
 		return err
@@ -587,10 +590,12 @@ func TestStoreSurvivesReopen(t *testing.T) {
 	}
 	want2, _ := e.store.Get(e.exec, "op2")
 	total, _ := e.store.Bytes(e.exec)
-	// Leftovers of a crash: a temp manifest and an unreferenced content.
+	// Leftovers of a crash: a temp manifest, an unreferenced pack, and
+	// a content of the first format (one file per content).
 	execPath := filepath.Join(e.storeDir, execDir(e.exec))
 	writeTree(t, execPath, map[string]tfile{
 		"manifest-00000000000000000003.json.tmp-abc": {content: "{"},
+		"pack-00000000000000000009":                  {content: "orphan"},
 		"blobs/" + strings.Repeat("0", 64):           {content: "orphan"},
 	})
 	if err := e.store.Close(); err != nil {
@@ -610,8 +615,10 @@ func TestStoreSurvivesReopen(t *testing.T) {
 	if got, _ := e.store.Bytes(e.exec); got != total {
 		t.Errorf("bytes after reopen = %d, want %d", got, total)
 	}
-	if _, err := os.Stat(filepath.Join(execPath, "blobs", strings.Repeat("0", 64))); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("orphan content kept: %v", err)
+	for _, name := range []string{"pack-00000000000000000009", "blobs"} {
+		if _, err := os.Stat(filepath.Join(execPath, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("orphan %s kept: %v", name, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(execPath, "manifest-00000000000000000003.json.tmp-abc")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("temp manifest kept: %v", err)
@@ -623,21 +630,18 @@ func TestStoreSurvivesReopen(t *testing.T) {
 		t.Errorf("Seq after reopen = %d, want 3", snap.Seq)
 	}
 
-	// A content lost on disk turns its snapshot into a stub.
-	for _, f := range want1.Files {
-		if f.Path == "d/b.txt" {
-			if err := os.Remove(filepath.Join(execPath, "blobs", strings.TrimPrefix(f.After.Hash, "sha256:"))); err != nil {
-				t.Fatal(err)
-			}
-		}
+	// A pack lost on disk turns the snapshots using it into stubs: op2's
+	// holds its after-state (its before-state is in op1's pack).
+	if err := os.Remove(filepath.Join(execPath, "pack-00000000000000000002")); err != nil {
+		t.Fatal(err)
 	}
 	e.store.Close()
 	e.store = openStore(t, Options{Dir: e.storeDir})
-	snap, err := e.store.Get(e.exec, "op1")
+	snap, err := e.store.Get(e.exec, "op2")
 	if err != nil || snap.NotUndoable != ReasonIncomplete {
-		t.Errorf("op1 with a lost content = %+v, %v; want an incomplete stub", snap, err)
+		t.Errorf("op2 with a lost content = %+v, %v; want an incomplete stub", snap, err)
 	}
-	if snap, err := e.store.Get(e.exec, "op2"); err != nil || snap.NotUndoable != "" {
-		t.Errorf("op2 = %+v, %v", snap, err)
+	if snap, err := e.store.Get(e.exec, "op1"); err != nil || snap.NotUndoable != "" {
+		t.Errorf("op1 = %+v, %v", snap, err)
 	}
 }
