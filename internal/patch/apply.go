@@ -37,8 +37,8 @@ type Hooks struct {
 	// BeforeRename runs before commit step i (0-based; writes in patch
 	// order, then removals) changes the directory entry of path.
 	BeforeRename func(i int, path string) error
-	// AfterCommit runs after the last commit step, before backups are
-	// discarded.
+	// AfterCommit runs after the last commit step, before leftover temps
+	// are removed and the transaction is marked done.
 	AfterCommit func() error
 	// Crash is asked at each point of the commit protocol, numbered from
 	// 0 in the order reached (rollback points included). When it returns
@@ -130,13 +130,15 @@ type fileState struct {
 // placed and every target is allowed (a sensitive target, on its path as
 // written or on the path it really leads to inside the root, needs
 // opts.AllowSensitive). Then each new content is staged in a temp file
-// next to its target and committed by rename; each target's hash is
-// checked again just before its rename. On any failure every committed
-// step is undone, temps and created directories are removed, and the
-// error is returned (joined with ErrRollbackIncomplete if the undo itself
-// failed). With opts.Intents the transaction is also recorded durably
-// first, so that a crash at any point is finished or undone by
-// Intents.Recover (see Intents for the protocol).
+// next to its target and committed by rename (a deleted file is
+// unlinked); each target's hash is checked again just before its step.
+// On any failure every committed step is undone from the old contents
+// and modes Apply holds in memory (a restored file is a new inode with
+// the old bytes and permission bits), temps and created directories are
+// removed, and the error is returned (joined with ErrRollbackIncomplete
+// if the undo itself failed). With opts.Intents the transaction is also
+// recorded durably first, so that a crash at any point is finished or
+// undone by Intents.Recover (see Intents for the protocol).
 //
 // Errors: *PreconditionMissingError, *VersionConflict, *HunkError
 // (ErrContextNotFound, ErrAmbiguous), *FileError wrapping
@@ -315,13 +317,17 @@ type write struct {
 	mode    fs.FileMode
 	expect  *fileState
 	tmp     string // staging name, chosen before anything is written
-	aside   string // where the original is kept while committing ("" for a create)
+	// aside is where a rollback writes the original back before renaming
+	// it into place ("" for a create). It is chosen up front so that the
+	// intent record lists it; nothing is written there unless the
+	// transaction rolls back.
+	aside string
 }
 
 type removal struct {
 	path   string
 	expect *fileState
-	aside  string // where the original goes until the commit is complete
+	aside  string // as write.aside
 }
 
 type plan struct {
@@ -436,26 +442,25 @@ type tx struct {
 type stepKind int
 
 const (
-	stepReplaced stepKind = iota // path now holds new content; backup holds the original
+	stepReplaced stepKind = iota // path now holds new content; expect holds the original
 	stepCreated                  // path did not exist
-	stepRemoved                  // path moved to aside
+	stepRemoved                  // path was unlinked; expect holds the original
 )
 
 type step struct {
 	kind   stepKind
 	path   string
-	aside  string // backup link or deleted original; "" when unavailable
-	tmp    string // the write's staging name, free again once renamed
-	expect *fileState
+	aside  string     // where rollback stages the original (not for stepCreated)
+	expect *fileState // the original, content and mode in memory
 }
 
 // errCrashed is what a transaction stopped by Hooks.Crash returns.
 var errCrashed = errors.New("transaction stopped by Hooks.Crash")
 
 // run commits pl. With an intent record the protocol is (Intents):
-// record "staging" → stage → "committing" (the commit point) → renames →
-// cleanup → record removed; a failure after the commit point marks the
-// record "rolling_back" before undoing.
+// record "staging" → stage → "committing" (the commit point) → renames
+// and unlinks → cleanup → record removed; a failure after the commit
+// point marks the record "rolling_back" before undoing.
 func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 	t.name(pl)
 	if t.opts.Intents != nil && len(pl.writes)+len(pl.removals) > 0 {
@@ -553,21 +558,13 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 			return err
 		}
 	}
-	// Committed: discard the originals kept aside. A failure here leaves
-	// a hidden leftover (Recover removes it at the next start if the
-	// record is still there) but the patch itself stands.
-	for _, s := range t.done {
-		if s.aside != "" {
-			_ = t.root.Remove(s.aside)
-			if t.crashed() {
-				return errCrashed
-			}
-		}
-	}
+	// Committed. Only a create's temp can remain (its removal after the
+	// link failed); a failure here leaves a hidden leftover that Recover
+	// removes at the next start if the record is still there, but the
+	// patch itself stands.
 	for _, tmp := range t.temps {
 		_ = t.root.Remove(tmp)
 	}
-	// Only now are the directories free of the originals kept aside.
 	// Past the commit, a directory that cannot go simply stays.
 	t.removeEmptyDirs(pl.rmdirs)
 	if t.crashed() {
@@ -580,7 +577,8 @@ func (t *tx) run(ctx context.Context, pl *plan) (err error) {
 }
 
 // name chooses every staging and aside name before anything is written,
-// so that the intent record can list them.
+// so that the intent record can list them. Asides are only written by a
+// rollback.
 func (t *tx) name(pl *plan) {
 	for _, w := range pl.writes {
 		w.tmp = asideName(w.path, "tmp")
@@ -738,27 +736,15 @@ func (t *tx) commitWrite(w *write) error {
 		return err
 	}
 	if w.expect.exists {
-		// Keep the original inode under a second name so rollback can put
-		// it back; renaming the temp over the path never writes into the
-		// original (a hard link elsewhere keeps its content).
-		aside := w.aside
-		if err := t.root.Link(w.path, aside); err != nil {
-			if errors.Is(project.Classify(err), project.ErrPathDenied) {
-				return fileErr(w.path, err)
-			}
-			aside = "" // no hard links here: rollback rewrites from memory
-		}
-		if aside != "" && t.crashed() {
-			return errCrashed
-		}
+		// Renaming the temp over the path never writes into the original
+		// (a hard link elsewhere keeps its content). The original is not
+		// kept on disk: a rollback writes it back from w.expect, and a
+		// crash from here on is finished by Recover from the temps.
 		if err := t.root.Rename(w.tmp, w.path); err != nil {
-			if aside != "" {
-				_ = t.root.Remove(aside)
-			}
 			return fileErr(w.path, err)
 		}
 		t.consumed(w.tmp)
-		t.done = append(t.done, step{kind: stepReplaced, path: w.path, aside: aside, tmp: w.tmp, expect: w.expect})
+		t.done = append(t.done, step{kind: stepReplaced, path: w.path, aside: w.aside, expect: w.expect})
 		return nil
 	}
 	// Linking fails if the path appeared since validation, which a rename
@@ -766,7 +752,7 @@ func (t *tx) commitWrite(w *write) error {
 	err := t.root.Link(w.tmp, w.path)
 	switch {
 	case err == nil:
-		t.done = append(t.done, step{kind: stepCreated, path: w.path, tmp: w.tmp})
+		t.done = append(t.done, step{kind: stepCreated, path: w.path})
 		if t.crashed() {
 			return errCrashed
 		}
@@ -793,7 +779,7 @@ func (t *tx) commitWrite(w *write) error {
 		return fileErr(w.path, err)
 	}
 	t.consumed(w.tmp)
-	t.done = append(t.done, step{kind: stepCreated, path: w.path, tmp: w.tmp})
+	t.done = append(t.done, step{kind: stepCreated, path: w.path})
 	return nil
 }
 
@@ -801,7 +787,9 @@ func (t *tx) commitRemoval(r *removal) error {
 	if err := t.recheck(r.path, r.expect); err != nil {
 		return err
 	}
-	if err := t.root.Rename(r.path, r.aside); err != nil {
+	// As for a replaced file, a rollback recreates the original from
+	// r.expect.
+	if err := t.root.Remove(r.path); err != nil {
 		return fileErr(r.path, err)
 	}
 	t.done = append(t.done, step{kind: stepRemoved, path: r.path, aside: r.aside, expect: r.expect})
@@ -847,32 +835,55 @@ func (t *tx) syncDirs(pl *plan) error {
 	return nil
 }
 
-// rollback undoes the committed steps (newest first), removes temps and
-// the directories it created (deepest first), and returns cause, joined
-// with ErrRollbackIncomplete when something could not be restored. It
-// returns errCrashed alone when Hooks.Crash stops it.
+// rollback undoes the committed steps, removes temps and the directories
+// it created (deepest first), and returns cause, joined with
+// ErrRollbackIncomplete when something could not be restored. It returns
+// errCrashed alone when Hooks.Crash stops it.
+//
+// The originals are only in memory, so rollback works in two passes that
+// keep every crash recoverable from what is on disk. First it writes each
+// original a committed step replaced or removed to that step's aside
+// (named in the intent record), touching no target: a crash here leaves
+// every committed target new and every pending one with its temp, which
+// Recover finishes. Then it renames the asides into place and removes the
+// files the transaction created, newest first: a crash here leaves every
+// target old or with its original in its aside, which Recover undoes.
+// With an intent record, an aside that cannot be written stops the
+// rollback before any target is touched and leaves the record (and the
+// temps) for Recover, which then finishes the patch; without one,
+// rollback restores what it can.
 func (t *tx) rollback(cause error) error {
 	var errs []error
+	staged := make([]bool, len(t.done))
+	for i := len(t.done) - 1; i >= 0; i-- {
+		s := t.done[i]
+		if s.kind == stepCreated {
+			continue
+		}
+		if err := t.createTemp(s.aside, s.path, s.expect.content, s.expect.mode); err != nil {
+			errs = append(errs, err)
+			if t.intent != nil {
+				return errors.Join(append([]error{cause, ErrRollbackIncomplete}, errs...)...)
+			}
+			continue
+		}
+		staged[i] = true
+		if t.crashed() {
+			return errCrashed
+		}
+	}
 	for i := len(t.done) - 1; i >= 0; i-- {
 		s := t.done[i]
 		var err error
-		switch s.kind {
-		case stepReplaced:
-			if s.aside != "" {
-				err = t.root.Rename(s.aside, s.path)
-				break
-			}
-			// The write's staging name is free again and listed in the
-			// intent record, so a crash here leaves nothing unknown.
-			if err = t.createTemp(s.tmp, s.path, s.expect.content, s.expect.mode); err == nil {
-				if err = t.root.Rename(s.tmp, s.path); err == nil {
-					t.consumed(s.tmp)
-				}
-			}
-		case stepCreated:
+		switch {
+		case s.kind == stepCreated:
 			err = t.root.Remove(s.path)
-		case stepRemoved:
-			err = t.root.Rename(s.aside, s.path)
+		case !staged[i]:
+			continue // its failure is in errs already
+		default:
+			if err = t.root.Rename(s.aside, s.path); err == nil {
+				t.consumed(s.aside)
+			}
 		}
 		if err != nil {
 			errs = append(errs, fileErr(s.path, err))

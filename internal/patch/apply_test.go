@@ -677,3 +677,108 @@ func TestApplyFuzzAndAmbiguity(t *testing.T) {
 	}
 	diffSnapshots(t, before, snapshot(t, dir))
 }
+
+// rollbackPatch replaces, deletes and moves files whose exact bytes
+// (CRLF, no final newline, empty) and modes (executable, 0777, 0600)
+// a rollback must bring back from memory.
+const rollbackPatch = `*** Begin Patch
+*** Update File: crlf.sh
+@@
+-echo a
++echo b
+*** Update File: noeol.txt
+@@
+-x
++X
+*** Delete File: empty.txt
+*** Delete File: del.bat
+*** Update File: src/mv.sh
+*** Move to: dst/over.sh
+@@
+-mv
++MV
+*** Update File: src/mv2.txt
+*** Move to: new/dir/mv2.txt
+@@
+-two
++TWO
+*** Update File: linked.txt
+@@
+-x
++changed
+*** Add File: add/new.txt
++new
+*** End Patch`
+
+func rollbackTree() map[string]tfile {
+	return map[string]tfile{
+		"crlf.sh":      {content: "#!/bin/sh\r\necho a\r\n", mode: 0o755},
+		"noeol.txt":    {content: "x\ny", mode: 0o600},
+		"empty.txt":    {content: "", mode: 0o640},
+		"del.bat":      {content: "del\r\nme\r\n", mode: 0o700},
+		"src/mv.sh":    {content: "mv\r\n", mode: 0o750},
+		"src/mv2.txt":  {content: "two\n", mode: 0o777},
+		"dst/over.sh":  {content: "over\r\n", mode: 0o604},
+		"dst/keep.txt": {content: "keep\n"},
+	}
+}
+
+// TestApplyRollbackFromMemory fails the commit once every step is done
+// (and at its last step) and checks that the rollback, which no longer
+// has the originals on disk, restores every byte and mode, recreates the
+// deleted files and the moved source, removes what the patch created,
+// and leaves no staging name, record or write through a hard link.
+func TestApplyRollbackFromMemory(t *testing.T) {
+	injected := errors.New("injected fault")
+	setup := func(t *testing.T) (dir, outside string) {
+		dir, outside = t.TempDir(), t.TempDir()
+		writeTree(t, dir, rollbackTree())
+		writeTree(t, outside, map[string]tfile{"shared.txt": {content: "x\n"}})
+		if err := os.Link(filepath.Join(outside, "shared.txt"), filepath.Join(dir, "linked.txt")); err != nil {
+			t.Skipf("hard links unsupported: %v", err)
+		}
+		return dir, outside
+	}
+	// The patch itself goes through.
+	dir, _ := setup(t)
+	if _, err := apply(t, dir, rollbackPatch, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	const steps = 10 // 6 writes (4 updates or move targets, a move to a new path, an add) + 4 removals
+	tests := []struct {
+		name    string
+		hooks   *Hooks
+		intents bool
+	}{
+		{"after commit", &Hooks{AfterCommit: func() error { return injected }}, false},
+		{"after commit with intents", &Hooks{AfterCommit: func() error { return injected }}, true},
+		{"before last step with intents", &Hooks{BeforeRename: func(i int, _ string) error {
+			if i == steps-1 {
+				return injected
+			}
+			return nil
+		}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, outside := setup(t)
+			before := snapshot(t, dir)
+			state := t.TempDir()
+			opts := Options{Hooks: tt.hooks}
+			if tt.intents {
+				opts.Intents = openIntents(t, state)
+			}
+			_, err := apply(t, dir, rollbackPatch, opts)
+			if !errors.Is(err, injected) || errors.Is(err, ErrRollbackIncomplete) {
+				t.Fatalf("Apply error = %v, want the injected fault, rolled back", err)
+			}
+			diffSnapshots(t, before, snapshot(t, dir))
+			if got := readFile(t, outside, "shared.txt"); got != "x\n" {
+				t.Errorf("written through a hard link: %q", got)
+			}
+			if r := records(t, state); len(r) != 0 {
+				t.Errorf("records left: %v", r)
+			}
+		})
+	}
+}

@@ -47,25 +47,32 @@ const (
 //     and new content hash and mode.
 //  2. The new contents are staged in those temps.
 //  3. The record is renamed to "<id>.committing": the commit point.
-//  4. The targets are renamed into place (the originals kept aside as
-//     hard links), the asides and temps removed, the record deleted.
+//  4. The temps are renamed over their targets and deleted files
+//     unlinked (the originals stay only in memory), the record deleted.
 //
 // A failure after the commit point renames the record to
-// "<id>.rolling_back" before undoing. That is three fsyncs per
-// transaction whatever its size; staged files are fsynced only with
-// Options.Sync.
+// "<id>.rolling_back", writes every original it has replaced or removed
+// back to its aside (no target touched yet), then renames the asides
+// into place and removes the files it created. That is three fsyncs per
+// transaction whatever its size (four when it rolls back); staged files
+// and asides are fsynced only with Options.Sync.
 //
 // Recover, run at startup before serving, handles what a crash left:
 // "staging" is undone (temps and created directories removed, no target
 // touched); "committing" is finished (every rename not done yet is done,
 // every removal made), so that all files of the patch end new;
-// "rolling_back" is undone. Every decision rests on the content hashes,
-// so Recover never installs a staged file that does not hold the
-// recorded content and never overwrites a file that changed since: when
-// the preferred direction is impossible for some file it takes the other
-// one for the whole patch, and only when neither fits every file does it
-// leave the changed files as they are (RecoveredIncomplete). Recover
-// touches only the names a record lists, through the Project's *os.Root.
+// "rolling_back" is undone from the asides, or finished when the crash
+// came before every aside was written (the committed targets are then
+// still new and the pending ones still have their temps). Every decision
+// rests on the content hashes, so Recover never installs a staged file
+// or aside that does not hold the recorded content and never overwrites
+// a file that changed since. When the preferred direction is impossible
+// for some file it takes the other one for the whole patch; a file that
+// fits neither (someone changed it) is left as found and does not weigh
+// in that choice. Only when neither direction fits all the other files
+// are those that do not fit the chosen one left as found too. Either way
+// the outcome is then RecoveredIncomplete. Recover touches only the names
+// a record lists, through the Project's *os.Root.
 //
 // An *Intents is safe for concurrent use by transactions; Recover must
 // not run concurrently with them.
@@ -105,7 +112,7 @@ type intentStep struct {
 	Op      string `json:"op"` // opWrite or opRemove
 	Path    string `json:"path"`
 	Tmp     string `json:"tmp,omitempty"`   // write: the staged new content
-	Aside   string `json:"aside,omitempty"` // the original while committing
+	Aside   string `json:"aside,omitempty"` // the original while rolling back
 	Old     string `json:"old,omitempty"`   // content hash before; "" = absent
 	OldMode uint32 `json:"oldMode,omitempty"`
 	New     string `json:"new,omitempty"` // write: content hash after
@@ -507,9 +514,12 @@ func recoverRecord(root *os.Root, phase string, rec *intentRecord) (string, int,
 		views[i] = v
 	}
 	forward := phase == phaseCommitting
+	// all reports whether every step can go f's way, leaving out the
+	// files that fit neither way: someone changed them, and they are left
+	// as found whichever way the rest goes.
 	all := func(f func(*stepView) bool) bool {
 		for _, v := range views {
-			if !f(v) {
+			if !f(v) && (v.canNew() || v.canOld()) {
 				return false
 			}
 		}

@@ -168,8 +168,9 @@ func TestCrashAtEveryPointRecovers(t *testing.T) {
 
 // TestCrashDuringRollbackRecovers fails a transaction at each commit step
 // and stops it at every point from there on, including inside the
-// rollback: Recover brings every file back to all old, or (a crash before
-// the failure) finishes the patch.
+// rollback: Recover brings every file back to all old, or finishes the
+// patch (a crash before the failure, or before the rollback has written
+// every original back to its aside).
 func TestCrashDuringRollbackRecovers(t *testing.T) {
 	injected := errors.New("injected fault")
 	for _, c := range crashCases() {
@@ -209,6 +210,9 @@ func TestCrashDuringRollbackRecovers(t *testing.T) {
 						t.Fatalf("point %d: %v, want the simulated crash", k, err)
 					}
 					rec := recoverAll(t, state)
+					if len(rec.Patches) != 1 || rec.Patches[0].Err != nil {
+						t.Fatalf("point %d: recovery %+v", k, rec.Patches)
+					}
 					got := snapshot(t, dir)
 					if !cmp.Equal(got, oldTree) && !cmp.Equal(got, newTree) {
 						t.Fatalf("point %d (%+v): neither all old nor all new (-old +got):\n%s", k, rec.Patches, cmp.Diff(oldTree, got))
@@ -439,5 +443,141 @@ func TestIntentRecordHoldsNoContent(t *testing.T) {
 	}
 	if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("intents directory mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// readIntent returns the single record in state.
+func readIntent(t *testing.T, state string) (string, *intentRecord) {
+	t.Helper()
+	names := records(t, state)
+	if len(names) != 1 {
+		t.Fatalf("records %v, want one", names)
+	}
+	data, err := os.ReadFile(filepath.Join(state, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec intentRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return names[0], &rec
+}
+
+// TestRollbackAsideBlocked: when a rollback cannot write an original back
+// (here its aside name is taken), a transaction with an intent record
+// touches no target and leaves the record, and Recover finishes the
+// patch.
+func TestRollbackAsideBlocked(t *testing.T) {
+	injected := errors.New("injected fault")
+	_, newTree, err := countPoints(t, applyCase("", faultPatch, faultTree()), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, state := t.TempDir(), t.TempDir()
+	writeTree(t, dir, faultTree())
+	hooks := &Hooks{AfterCommit: func() error {
+		// a.txt's aside is the last one the rollback writes: the others
+		// are on disk when it fails.
+		_, rec := readIntent(t, state)
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(rec.Steps[0].Aside)), []byte("blocker\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return injected
+	}}
+	_, err = apply(t, dir, faultPatch, Options{Intents: openIntents(t, state), Hooks: hooks})
+	if !errors.Is(err, injected) || !errors.Is(err, ErrRollbackIncomplete) {
+		t.Fatalf("Apply error = %v, want the fault and an incomplete rollback", err)
+	}
+	if name, _ := readIntent(t, state); !strings.HasSuffix(name, "."+phaseRollingBack) {
+		t.Fatalf("record %s, want rolling_back", name)
+	}
+	for _, p := range []string{"a.txt", "dst/m.txt", "n1/n2/n3/new.txt"} {
+		if got := snapshot(t, dir)[p]; got != newTree[p] {
+			t.Errorf("%s = %s, touched by the stopped rollback", p, got)
+		}
+	}
+	rec := recoverAll(t, state)
+	if len(rec.Patches) != 1 || rec.Patches[0].Outcome != RecoveredForward || rec.Patches[0].Err != nil {
+		t.Fatalf("recovery %+v, want rolled forward", rec.Patches)
+	}
+	diffSnapshots(t, newTree, snapshot(t, dir))
+}
+
+// TestCrashDuringRollbackAfterConflictRecovers: another writer changes a
+// target just before its commit step, so the transaction rolls back, and
+// the process dies at every point from there on. The changed file fits
+// neither direction; Recover leaves it as found and still brings every
+// other file to all old or all new.
+func TestCrashDuringRollbackAfterConflictRecovers(t *testing.T) {
+	c := applyCase("apply", faultPatch, faultTree())
+	_, newTree, err := countPoints(t, c, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, target := range []string{"a.txt", "n1/n2/n3/new.txt", "dst/m.txt", "src/m.txt", "del.txt"} {
+		t.Run(target, func(t *testing.T) {
+			// theirs has another writer change target in dir just before
+			// its commit step, and reports whether it did.
+			theirs := func(dir *string, reached *bool) *Hooks {
+				return &Hooks{BeforeRename: func(i int, p string) error {
+					if i == step {
+						*reached = true
+						writeTree(t, *dir, map[string]tfile{p: {content: "theirs\n"}})
+					}
+					return nil
+				}}
+			}
+			var dir string
+			var reached bool
+			n, _, err := countPoints(t, crashCase{tree: c.tree, run: func(t *testing.T, d string, opts Options) error {
+				dir = d
+				return c.run(t, d, opts)
+			}}, *theirs(&dir, &reached))
+			if !errors.Is(err, ErrVersionConflict) {
+				t.Fatalf("%v, want a conflict", err)
+			}
+			// Compare all but the changed file (and the directories the
+			// other writer may have kept for it).
+			strip := func(m map[string]string) map[string]string {
+				out := map[string]string{}
+				for k, v := range m {
+					if k != target && !strings.HasPrefix(target, k+"/") {
+						out[k] = v
+					}
+				}
+				return out
+			}
+			conflicted := 0
+			for k := range n {
+				dir, state := t.TempDir(), t.TempDir()
+				writeTree(t, dir, c.tree)
+				oldTree := snapshot(t, dir)
+				reached := false
+				h := theirs(&dir, &reached)
+				h.Crash = func(p int) bool { return p == k }
+				if err := c.run(t, dir, Options{Intents: openIntents(t, state), Hooks: h}); !errors.Is(err, errCrashed) {
+					t.Fatalf("point %d: %v, want the simulated crash", k, err)
+				}
+				rec := recoverAll(t, state)
+				got, old, nw := snapshot(t, dir), oldTree, newTree
+				if reached {
+					conflicted++
+					if want := fmt.Sprintf("file %v %q", fs.FileMode(0o644), "theirs\n"); got[target] != want {
+						t.Errorf("point %d: %s = %s, the other writer's change was lost", k, target, got[target])
+					}
+					got, old, nw = strip(got), strip(old), strip(nw)
+				}
+				if !cmp.Equal(got, old) && !cmp.Equal(got, nw) {
+					t.Fatalf("point %d (%+v): neither all old nor all new (-old +got):\n%s\n(-new +got):\n%s", k, rec.Patches, cmp.Diff(old, got), cmp.Diff(nw, got))
+				}
+				if r := records(t, state); len(r) != 0 {
+					t.Errorf("point %d: records left: %v", k, r)
+				}
+			}
+			if conflicted == 0 {
+				t.Fatal("no crash point after the conflict")
+			}
+		})
 	}
 }
