@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/project"
 )
@@ -780,5 +781,47 @@ func TestApplyRollbackFromMemory(t *testing.T) {
 				t.Errorf("records left: %v", r)
 			}
 		})
+	}
+}
+
+// openFDs counts this process's open descriptors, or skips the test
+// where /proc is not there.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// TestApplyClosesHeldFiles: the originals a commit keeps open, so that
+// freeing them happens after the call, are all closed soon after, also
+// after a rollback; past maxHeld a file is closed at once.
+func TestApplyClosesHeldFiles(t *testing.T) {
+	injected := errors.New("injected fault")
+	for _, opts := range []Options{{}, {Hooks: &Hooks{AfterCommit: func() error { return injected }}}} {
+		dir := t.TempDir()
+		writeTree(t, dir, faultTree())
+		base := openFDs(t)
+		if _, err := apply(t, dir, faultPatch, opts); err != nil && !errors.Is(err, injected) {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for openFDs(t) > base+1 { // +1: the Root apply opened, closed at cleanup
+			if time.Now().After(deadline) {
+				t.Fatalf("%d descriptors open, %d before", openFDs(t), base)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	tx := &tx{held: make([]*os.File, maxHeld)}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.hold(f)
+	if err := f.Close(); !errors.Is(err, os.ErrClosed) || len(tx.held) != maxHeld {
+		t.Errorf("past maxHeld: close = %v, %d held", err, len(tx.held))
 	}
 }

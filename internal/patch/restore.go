@@ -101,7 +101,8 @@ func (e *RestoreConflict) Unwrap() []error {
 // is finished or undone by Intents.Recover, as for Apply.
 //
 // Restore does not coordinate with other writers: the caller holds the
-// root's write lock.
+// root's write lock. Like Apply, it may return before the files it
+// replaced or removed are freed.
 func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs []string, opts Options) (*Result, error) {
 	if root == nil || len(states) == 0 {
 		return nil, fmt.Errorf("%w: nothing to restore", ErrInvalidPatch)
