@@ -46,7 +46,8 @@ LOAD_GRANTS   ?= 20
 CRASH_KILLS   ?= 300
 CRASH_ALLOW   ?=
 FUZZTIME      ?= 10s
-# Every fuzz target (package:Target); `make fuzz` runs each for FUZZTIME.
+# Every fuzz target (package:Target); `make fuzz` runs each for FUZZTIME, a
+# duration (10s) or an execution count (10000x, what CI uses: see scripts/fuzz).
 FUZZ_TARGETS  := internal/patch:FuzzParse internal/project:FuzzCleanRel internal/operation:FuzzValidateID \
 	internal/operation:FuzzValidateRawJSONString internal/cursor:FuzzDecode internal/strictjson:FuzzCheck \
 	internal/search:FuzzIgnoreLine internal/oauth:FuzzRegister internal/oauth:FuzzToken internal/oauth:FuzzAuthorize
@@ -68,7 +69,7 @@ crash: $(BENCH_TEST) ## crash consistency: SIGKILL the server at CRASH_KILLS ran
 	cd bench && ../$(BENCH_TEST) -test.run '^TestCrash$$' -test.timeout 30m -crash $(CRASH_KILLS) \
 		$(if $(CRASH_ALLOW),-crash-allow $(CRASH_ALLOW)) $(BENCH_FLAGS)
 
-fuzz: ## run every fuzz target for FUZZTIME each (seed corpora in testdata/fuzz; a failing input is written there)
+fuzz: ## run every fuzz target for FUZZTIME each, a duration or a count like 10000x (a failing input lands in testdata/fuzz)
 	GO=$(GO) scripts/fuzz $(FUZZTIME) $(FUZZ_TARGETS)
 
 FORCE:
