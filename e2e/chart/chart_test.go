@@ -3,8 +3,8 @@
 // Kubernetes API types (unknown or misspelled fields and wrong types fail),
 // then checks what the chart promises: restricted pod security, one
 // replica that is recreated, probes that pass the Host allowlist, the
-// NetworkPolicy, no route to the control listener. `make helm-lint` runs
-// it next to `helm lint` and `helm template`.
+// NetworkPolicy, no route to the control listener. It also runs Helm's
+// linter as `helm lint --strict` does. `make helm-lint` runs it.
 package chart
 
 import (
@@ -20,6 +20,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -198,6 +200,54 @@ func valueSets(t *testing.T) map[string]string {
 		sets[filepath.Base(f)] = string(b)
 	}
 	return sets
+}
+
+// lintChart runs Helm's linter (what `helm lint --strict` runs) on the
+// chart in dir with values, and returns every warning and error.
+func lintChart(t *testing.T, dir, values string) []support.Message {
+	t.Helper()
+	vals, err := chartutil.ReadValues([]byte(values))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []support.Message
+	for _, m := range lint.AllWithKubeVersion(dir, vals, "dev", kv).Messages {
+		if m.Severity >= support.WarningSev {
+			bad = append(bad, m)
+		}
+	}
+	return bad
+}
+
+// TestChartLint is `helm lint --strict` with each value set: a warning
+// fails as an error does.
+func TestChartLint(t *testing.T) {
+	for name, values := range valueSets(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, m := range lintChart(t, chartDir, values) {
+				t.Error(m)
+			}
+		})
+	}
+}
+
+// TestChartLintFinds proves the lint can fail: a copy of the chart with a
+// template that is not YAML.
+func TestChartLintFinds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "devspace")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "templates", "broken.yaml"), []byte("kind: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bad := lintChart(t, dir, valueSets(t)["minimal"]); len(bad) == 0 {
+		t.Fatal("lint passed a chart with a template that is not YAML")
+	}
 }
 
 func TestChartRenders(t *testing.T) {
