@@ -75,9 +75,9 @@ func load(t *testing.T) *chart.Chart {
 	return c
 }
 
-// render renders the chart with values (YAML) as release "rel" in
-// namespace "dev" and decodes every manifest strictly.
-func render(t *testing.T, c *chart.Chart, values string) (*rendered, error) {
+// parseValues parses values (YAML) and the Kubernetes version the chart is
+// checked against.
+func parseValues(t *testing.T, values string) (chartutil.Values, *chartutil.KubeVersion) {
 	t.Helper()
 	vals, err := chartutil.ReadValues([]byte(values))
 	if err != nil {
@@ -87,6 +87,14 @@ func render(t *testing.T, c *chart.Chart, values string) (*rendered, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return vals, kv
+}
+
+// render renders the chart with values (YAML) as release "rel" in
+// namespace "dev" and decodes every manifest strictly.
+func render(t *testing.T, c *chart.Chart, values string) (*rendered, error) {
+	t.Helper()
+	vals, kv := parseValues(t, values)
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = *kv
 	top, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "rel", Namespace: "dev", IsInstall: true, Revision: 1}, caps)
@@ -206,14 +214,7 @@ func valueSets(t *testing.T) map[string]string {
 // chart in dir with values, and returns every warning and error.
 func lintChart(t *testing.T, dir, values string) []support.Message {
 	t.Helper()
-	vals, err := chartutil.ReadValues([]byte(values))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	vals, kv := parseValues(t, values)
 	var bad []support.Message
 	for _, m := range lint.AllWithKubeVersion(dir, vals, "dev", kv).Messages {
 		if m.Severity >= support.WarningSev {
