@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -707,7 +708,7 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	case "search":
 		hits, next, err := searchOutput(entry.out, st.RetainedBytes, off, in.Query)
 		if err != nil {
-			return out, err
+			return out, outputReadError(err)
 		}
 		out.Hits = hits
 		if next < st.RetainedBytes && len(hits) > 0 {
@@ -722,7 +723,7 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	n := min(int64(in.Limit), st.RetainedBytes-off)
 	b, err := entry.out.ReadAt(off, int(n))
 	if err != nil && !errors.Is(err, io.EOF) { // EOF: nothing past the cursor yet
-		return out, fmt.Errorf("read output: %w", err)
+		return out, outputReadError(err)
 	}
 	// Never split a UTF-8 sequence at the page end.
 	for cut := len(b); cut > 0 && cut > len(b)-4; cut-- {
@@ -739,6 +740,17 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 		}
 	}
 	return out, nil
+}
+
+// outputReadError maps a failed read of a command's output. The retention
+// may retire retained output (expiry, its execution closed, the spool cap)
+// between the lookup and the read of its file: a missing file is output
+// that no longer exists, not a server fault.
+func outputReadError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return toolErr("process_not_found", catState, "That command's output is no longer retained (it expired or its conversation closed).")
+	}
+	return fmt.Errorf("read output: %w", err)
 }
 
 func (s *Server) outputCursor(c *call, e *store.Execution, entry *procEntry, in *readOutputIn, off int64) (string, error) {

@@ -173,3 +173,48 @@ func TestRetainedOutputSurvivesRestart(t *testing.T) {
 		t.Fatalf("output kept past 24 h: %v", files)
 	}
 }
+
+// TestRetainedOutputRetiredDuringRead: the retention may retire output
+// (expiry, its execution closed elsewhere, the spool cap) between a read's
+// lookup and the read of its file. The file being gone then means the
+// output no longer exists — process_not_found — not a server fault.
+func TestRetainedOutputRetiredDuringRead(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("retired")
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		sc, _ := callTool(t, cs, name, args, me)
+		return sc
+	}
+	call("project_control", map[string]any{"action": "open", "operationId": "o"})
+	seq := call("exec_command", map[string]any{"operationId": "seq", "program": "seq", "args": []any{"1", "100000"}})
+	deadline := time.Now().Add(10 * time.Second)
+	var files []string
+	for {
+		var fds int
+		if files, fds = spoolState(t, env); len(files) == 1 && fds == 0 {
+			break // handed over: read from its file from now on
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spool files %v, %d open descriptors on them", files, fds)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if page := call("read_process_output", map[string]any{"outputRef": seq["outputRef"], "limit": 10}); page["output"] != "1\n2\n3\n4\n5\n" {
+		t.Fatalf("page before: %v", page)
+	}
+	// What the sweep does to the file, without (yet) its record.
+	if err := os.Remove(filepath.Join(env.StateDir, "output", files[0])); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []map[string]any{
+		{"outputRef": seq["outputRef"], "limit": 10},
+		{"outputRef": seq["outputRef"], "mode": "search", "query": "99999"},
+	} {
+		if got := call("read_process_output", args); errCode(got) != "process_not_found" {
+			t.Errorf("%v after the file was retired: %v", args["mode"], got)
+		}
+	}
+}
