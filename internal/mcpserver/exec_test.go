@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var execScopes = map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}
@@ -231,21 +233,36 @@ func TestProcessLimitPerProject(t *testing.T) {
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")
 	m := marker(t)
-	started := 0
-	for i := range 9 {
-		sess := session(fmt.Sprintf("lim-%d", i%2)) // two executions on one Project
-		if i < 2 {
-			callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": fmt.Sprint("o", i)}, sess)
+	execute := func(i int) map[string]any {
+		args := map[string]any{"operationId": fmt.Sprint("l", i), "shell": true, "command": "exec -a " + m + " sleep 1000"}
+		// Two executions on one Project.
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec_command", Arguments: args, Meta: session(fmt.Sprintf("lim-%d", i%2))})
+		if err != nil {
+			return map[string]any{"callError": err.Error()}
 		}
-		sc, _ := callTool(t, cs, "exec_command", map[string]any{"operationId": fmt.Sprint("l", i), "shell": true, "command": "exec -a " + m + " sleep 1000"}, sess)
-		if sc["status"] == "running" {
-			started++
-		} else if errCode(sc) != "process_limit" || i != 8 {
+		var sc map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &sc)
+		return sc
+	}
+	for i := range 2 {
+		callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": fmt.Sprint("o", i)}, session(fmt.Sprintf("lim-%d", i)))
+	}
+	// Eight at once (each waits ~2 s server-side while its command runs),
+	// then the ninth.
+	results := make([]map[string]any, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() { results[i] = execute(i) })
+	}
+	wg.Wait()
+	for i, sc := range results {
+		if sc["status"] != "running" {
 			t.Fatalf("command %d: %v", i, sc)
 		}
 	}
-	if started != 8 {
-		t.Fatalf("%d commands started, want 8", started)
+	if sc := execute(8); errCode(sc) != "process_limit" {
+		t.Fatalf("ninth command: %v", sc)
 	}
 	env.Stop()
 	waitGone(t, m)
