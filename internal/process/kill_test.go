@@ -310,3 +310,59 @@ func TestServerDeath(t *testing.T) {
 		})
 	}
 }
+
+// TestSignalTreeOnce: every process of a tree gets a signal exactly once —
+// the command's group through the group signal, a setsid'd descendant on
+// its own. (A second SIGINT is a second Ctrl-C to programs that count
+// them.) The tree is real; the calls are recorded and SIGCONT is harmless.
+func TestSignalTreeOnce(t *testing.T) {
+	marker := newMarker()
+	cmd := exec.Command("sh", "-c", "sleep 1000 & sleep 1000 & setsid sleep 1000 & wait")
+	cmd.Env = markerEnv(marker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range markerProcs(marker) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		cmd.Wait()
+	})
+	waitMarkers(t, marker, 4)
+	var mu sync.Mutex
+	got := map[int]int{}
+	sendSignal = func(pid int, sig syscall.Signal) error {
+		mu.Lock()
+		got[pid]++
+		mu.Unlock()
+		return syscall.Kill(pid, sig)
+	}
+	t.Cleanup(func() { sendSignal = syscall.Kill })
+
+	s := &supervisor{self: os.Getpid(), mainPID: cmd.Process.Pid}
+	s.signalTree(syscall.SIGCONT)
+	main := cmd.Process.Pid
+	if got[-main] != 1 {
+		t.Errorf("group signals: %d, want 1", got[-main])
+	}
+	setsid := 0
+	for _, pid := range markerProcs(marker) {
+		g, err := syscall.Getpgid(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case g == main && got[pid] != 0:
+			t.Errorf("group member %d signalled again on its own (%d times)", pid, got[pid])
+		case g != main:
+			setsid++
+			if got[pid] != 1 {
+				t.Errorf("setsid'd descendant %d signalled %d times, want 1", pid, got[pid])
+			}
+		}
+	}
+	if setsid != 1 {
+		t.Fatalf("%d processes outside the group, want the setsid'd sleep", setsid)
+	}
+}

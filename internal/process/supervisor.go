@@ -343,20 +343,28 @@ func (s *supervisor) reap() {
 	}
 }
 
-// signalTree delivers sig to the command's process group and to every
-// descendant (setsid'd ones have left the group but not the tree). A
+// signal sends a signal; tests record the calls.
+var sendSignal = syscall.Kill
+
+// signalTree delivers sig once to every process of the tree: to the
+// command's process group, then to every descendant outside it (setsid'd
+// ones have left the group but not the tree). A group member is not
+// signalled again: a second SIGINT reads as a second Ctrl-C ("force quit")
+// to programs that count them, a second SIGTERM can cut a cleanup short. A
 // process forked between the scan and the group signal that left the
 // group at once would be missed, so the tree is scanned again until no
 // unsignalled descendant appears (a few rounds at most; a fork loop is
-// the kill path's problem).
+// the kill path's problem); those later finds are signalled one by one,
+// as they may have been forked after the group signal.
 func (s *supervisor) signalTree(sig syscall.Signal) {
 	// Scan first: the group signal may turn descendants into zombies
 	// before they could be counted.
 	procs := descendantsOf(s.self)
+	grouped := false
 	if s.mainPID > 0 {
 		// A process group ID is never reused while the group has members,
 		// so this reaches only the command's group.
-		_ = syscall.Kill(-s.mainPID, sig)
+		grouped = sendSignal(-s.mainPID, sig) == nil
 	}
 	sent := make(map[int]bool, len(procs))
 	for round := 0; round < 4 && len(procs) > 0; round++ {
@@ -371,7 +379,14 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 				}
 				s.orphans[p.pid] = true
 			}
-			_ = syscall.Kill(p.pid, sig)
+			if round == 0 && grouped {
+				// Scanned before the group signal and in the group now:
+				// it was in the group then.
+				if g, err := syscall.Getpgid(p.pid); err == nil && g == s.mainPID {
+					continue
+				}
+			}
+			_ = sendSignal(p.pid, sig)
 		}
 		var fresh []procEntry
 		for _, p := range descendantsOf(s.self) {
