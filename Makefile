@@ -58,7 +58,8 @@ FUZZ_TARGETS  := internal/patch:FuzzParse internal/project:FuzzCleanRel internal
 $(BENCH_TEST): FORCE
 	$(GO) test -c -trimpath -o $@ ./bench
 
-bench: $(BENCH_TEST) ## performance budget: ours vs baselines side by side, table + JSON in bench/results (needs rg, git)
+bench: $(BENCH_TEST) ## performance budget: ours vs baselines side by side, table + JSON in bench/results (as root it installs rg if missing)
+	@scripts/test-deps bench
 	cd bench && ../$(BENCH_TEST) -test.run '^TestSuite$$' -test.timeout 60m -suite $(BENCH_FLAGS)
 
 microbench: ## every package's Go benchmarks (go test -bench)
