@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
@@ -203,15 +204,22 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 
 // recordPatch journals a committed patch, snapshots it for undo and
 // checkpoints it to the Thread. The patch is committed whatever happens
-// here; failures are logged.
+// here; failures are logged. The snapshot (files under the state
+// directory) and the journal (SQLite) are independent and are written at
+// the same time; both are done when it returns, so the next call sees
+// them.
 func (s *Server) recordPatch(ctx context.Context, w *workspace, in *applyPatchIn, res *patch.Result, out applyPatchOut) {
 	s.opts.Metrics.PatchBytes.Add(float64(res.Bytes))
+	var wg sync.WaitGroup
 	if s.opts.Undo != nil {
-		if err := s.opts.Undo.Record(ctx, w.exec.ID, in.OperationID, res, snapshotResolver(w.proj.Path)); err != nil {
-			s.log.ErrorContext(ctx, "record undo snapshot", "err", err)
-		}
+		wg.Go(func() {
+			if err := s.opts.Undo.Record(ctx, w.exec.ID, in.OperationID, res, snapshotResolver(w.proj.Path)); err != nil {
+				s.log.ErrorContext(ctx, "record undo snapshot", "err", err)
+			}
+		})
 	}
 	s.journalAndCheckpoint(ctx, w, "patch_applied", patch.Entry{OpID: in.OperationID, Patch: in.Patch, Result: res}, out.Files)
+	wg.Wait()
 }
 
 // journalAndCheckpoint records a change in the execution's patch journal

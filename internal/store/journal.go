@@ -37,18 +37,17 @@ type journalRow struct {
 
 func (journalRow) TableName() string { return "patch_journal" }
 
+// journalRoomSQL is answered from the index patch_journal_execution
+// alone (migration 10), never from the rows and their diffs.
+const journalRoomSQL = `SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS total FROM patch_journal WHERE execution_id = ?`
+
 // JournalRoom reports whether one more entry of size bytes fits.
 func (s *Store) JournalRoom(ctx context.Context, executionID string, size int64, lim JournalLimits) error {
-	var n, total int64
-	db := s.db.WithContext(ctx).Model(&journalRow{}).Where("execution_id = ?", executionID)
-	if err := db.Count(&n).Error; err != nil {
+	var room struct{ N, Total int64 }
+	if err := s.db.WithContext(ctx).Raw(journalRoomSQL, executionID).Scan(&room).Error; err != nil {
 		return err
 	}
-	if err := s.db.WithContext(ctx).Model(&journalRow{}).Where("execution_id = ?", executionID).
-		Select("COALESCE(SUM(bytes), 0)").Scan(&total).Error; err != nil {
-		return err
-	}
-	if int(n) >= lim.MaxEntries || total+size > lim.MaxBytes {
+	if int(room.N) >= lim.MaxEntries || room.Total+size > lim.MaxBytes {
 		return ErrJournalFull
 	}
 	return nil

@@ -231,6 +231,14 @@ var migrations = []migration{
 		`CREATE INDEX process_outputs_execution ON process_outputs(execution_id)`,
 		`CREATE INDEX process_outputs_expires ON process_outputs(expires_at)`,
 	}},
+	{10, "patch journal room from the index", []string{
+		// JournalRoom counts and sums an execution's entries before every
+		// patch. Without bytes in the index SQLite reads each row, and
+		// bytes comes after the diff, so it walked every diff's overflow
+		// pages (12 ms at ten 500 KiB entries). The index answers alone.
+		`DROP INDEX patch_journal_execution`,
+		`CREATE INDEX patch_journal_execution ON patch_journal(execution_id, id, bytes)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {
