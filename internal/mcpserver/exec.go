@@ -702,7 +702,15 @@ func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputI
 	out := readOutputOut{processOut: render(entry, st, false), Offset: off}
 	switch in.Mode {
 	case "tail":
-		out.Output = strings.ToValidUTF8(string(entry.out.Tail(in.Limit)), "\uFFFD")
+		tail := entry.out.Tail(in.Limit)
+		if int64(len(tail)) < min(int64(in.Limit), st.RetainedBytes) {
+			// Short: a retained output's file may have been retired
+			// under the read (Tail does not say why it has no bytes).
+			if _, err := entry.out.ReadAt(0, 0); err != nil && !errors.Is(err, io.EOF) {
+				return out, outputReadError(err)
+			}
+		}
+		out.Output = strings.ToValidUTF8(string(tail), "\uFFFD")
 		out.Offset = max(st.RetainedBytes-int64(in.Limit), 0)
 		return out, nil
 	case "search":

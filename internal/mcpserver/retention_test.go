@@ -212,6 +212,7 @@ func TestRetainedOutputRetiredDuringRead(t *testing.T) {
 	for _, args := range []map[string]any{
 		{"outputRef": seq["outputRef"], "limit": 10},
 		{"outputRef": seq["outputRef"], "mode": "search", "query": "99999"},
+		{"outputRef": seq["outputRef"], "mode": "tail", "limit": 10},
 	} {
 		if got := call("read_process_output", args); errCode(got) != "process_not_found" {
 			t.Errorf("%v after the file was retired: %v", args["mode"], got)
