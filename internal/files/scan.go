@@ -46,7 +46,7 @@ func (r *Reader) stableRead(ctx context.Context, root *os.Root, rel string, refu
 
 // readOnce makes one attempt of stableRead.
 func (r *Reader) readOnce(ctx context.Context, root *os.Root, rel string, refuseSensitive bool, w *window, buf []byte) (*pass, error) {
-	real, fi, err := resolve(root, rel)
+	real, fi, err := project.RealPath(root, rel)
 	if err != nil {
 		return nil, err
 	}

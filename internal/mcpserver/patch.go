@@ -213,7 +213,7 @@ func (s *Server) recordPatch(ctx context.Context, w *workspace, in *applyPatchIn
 	var wg sync.WaitGroup
 	if s.opts.Undo != nil {
 		wg.Go(func() {
-			if err := s.opts.Undo.Record(ctx, w.exec.ID, in.OperationID, res, snapshotResolver(w.proj.Path)); err != nil {
+			if err := s.opts.Undo.Record(ctx, w.exec.ID, in.OperationID, res, snapshotResolver(w.root)); err != nil {
 				s.log.ErrorContext(ctx, "record undo snapshot", "err", err)
 			}
 		})

@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,4 +47,17 @@ func TestApplyPatchSensitiveBehindSymlink(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, ".ssh", "config")); string(b) != "Host evil\n" {
 		t.Fatalf(".ssh/config = %q", b)
 	}
+	// Sensitive by its real path, so never snapshotted: no undo, and no
+	// snapshot holds either version.
+	if sc, _ := callTool(t, cs, "undo_patch", map[string]any{"operationId": "u1"}, me); errCode(sc) != "undo_unavailable" {
+		t.Fatalf("undo of a patch to .ssh/config through keys/: %v", sc)
+	}
+	filepath.WalkDir(filepath.Join(env.StateDir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("Host ")) {
+				t.Errorf("snapshot %s holds .ssh/config content", p)
+			}
+		}
+		return nil
+	})
 }

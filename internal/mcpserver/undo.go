@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
-	"strings"
 
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -133,47 +130,13 @@ func (s *Server) undoPatch(ctx context.Context, c *call, in *undoPatchIn) (undoP
 }
 
 // snapshotResolver resolves a Project-relative path to its real path
-// relative to the root, so snapshots can refuse files that are sensitive
-// behind a symlink. Used for classification only; all access goes through
-// the root. The root and each directory are resolved once per resolver
-// (a snapshot of 200 files in 10 directories: 10 walks, not 400); a file
-// is looked at itself only to follow it if it is a symlink.
-func snapshotResolver(rootPath string) undo.Resolver {
-	canon, canonErr := "", error(nil)
-	resolved := false
-	dirs := map[string]string{}
+// inside root (project.RealPath: os.Root's rules, the last element
+// followed too), so snapshots can refuse files that are sensitive behind
+// a symlink. Used for classification only.
+func snapshotResolver(root *os.Root) undo.Resolver {
 	return func(p string) (string, error) {
-		if !resolved {
-			canon, canonErr = filepath.EvalSymlinks(rootPath)
-			resolved = true
-		}
-		if canonErr != nil {
-			return "", canonErr
-		}
-		dir, name := path.Split(p)
-		realDir, ok := dirs[dir]
-		if !ok {
-			var err error
-			if realDir, err = filepath.EvalSymlinks(filepath.Join(rootPath, filepath.FromSlash(dir))); err != nil {
-				return "", err
-			}
-			dirs[dir] = realDir
-		}
-		real := filepath.Join(realDir, name)
-		fi, err := os.Lstat(real)
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if real, err = filepath.EvalSymlinks(real); err != nil {
-				return "", err
-			}
-		}
-		rel, err := filepath.Rel(canon, real)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", fmt.Errorf("outside the root")
-		}
-		return filepath.ToSlash(rel), nil
+		real, _, err := project.RealPath(root, p)
+		return real, err
 	}
 }
 

@@ -154,7 +154,7 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 		return nil, fmt.Errorf("%w: nothing to apply", ErrInvalidPatch)
 	}
 	paths := p.Paths()
-	resolve := newResolver(root)
+	resolve := project.NewDirResolver(root)
 	for _, ph := range paths {
 		if err := checkSensitive(resolve, ph, opts.AllowSensitive); err != nil {
 			return nil, err

@@ -112,7 +112,7 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 	}
 	want := make([]FileState, len(states))
 	seen := make(map[string]bool, len(states))
-	resolve := newResolver(root)
+	resolve := project.NewDirResolver(root)
 	var total int64
 	for i, s := range states {
 		ph, err := project.CleanRel(s.Path)
