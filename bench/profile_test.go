@@ -12,6 +12,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/testutil"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
@@ -50,17 +51,17 @@ func BenchmarkProfileExecCommand(b *testing.B) {
 // contents every round.
 func BenchmarkProfileApplyPatch(b *testing.B) {
 	env, s := profileSession(b)
-	pt := newPatchTree("")
+	pt := testutil.NewPatchBench("")
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
 		n++
-		ifMatch, err := pt.reset(env.Roots["alpha"], n)
+		ifMatch, err := resetPatchTree(pt, env.Roots["alpha"], n)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		s.must(b, "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", n), "patch": pt.codex, "ifMatch": ifMatch})
+		s.must(b, "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", n), "patch": pt.Codex, "ifMatch": ifMatch})
 	}
 }
 
@@ -68,7 +69,7 @@ func BenchmarkProfileApplyPatch(b *testing.B) {
 // undo.Store.Record (the snapshot apply_patch takes for undo_patch) and
 // patch.RenderDiff (the journal's diff), reporting each one's median.
 func BenchmarkProfileUndoRecord(b *testing.B) {
-	pt := newPatchTree("")
+	pt := testutil.NewPatchBench("")
 	dir := b.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -84,7 +85,7 @@ func BenchmarkProfileUndoRecord(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		hashes, err := pt.reset(dir, n)
+		hashes, err := resetPatchTree(pt, dir, n)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func BenchmarkProfileUndoRecord(b *testing.B) {
 		for name, h := range hashes {
 			pre[name] = patch.Precondition{Set: true, ContentHash: h.(string)}
 		}
-		p, err := patch.Parse(pt.codex)
+		p, err := patch.Parse(pt.Codex)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,7 +109,7 @@ func BenchmarkProfileUndoRecord(b *testing.B) {
 		}
 		tRecord = append(tRecord, time.Since(t0))
 		t0 = time.Now()
-		_ = patch.RenderDiff(patch.Entry{OpID: "op", Patch: pt.codex, Result: res})
+		_ = patch.RenderDiff(patch.Entry{OpID: "op", Patch: pt.Codex, Result: res})
 		tDiff = append(tDiff, time.Since(t0))
 	}
 	b.ReportMetric(ms(tApply.p50()), "apply-ms")

@@ -27,6 +27,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/search"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // row is one line of the budget table.
@@ -262,8 +263,8 @@ func TestSuite(t *testing.T) {
 		// search: the search package on a 100k-file tree vs rg (the
 		// inspect tool's walk stops at 100,000 entries, so the tree cannot
 		// go through /mcp whole) ...
-		rep.add(t, grepRow(t, rounds, "inspect grep literal, 100k-file tree (search package)", treeLiteral, false, 2))
-		rep.add(t, grepRow(t, rounds, "inspect grep regex, 100k-file tree (search package)", treeRegex, true, 3))
+		rep.add(t, grepRow(t, rounds, "inspect grep literal, 100k-file tree (search package)", testutil.GrepLiteral, false, 2))
+		rep.add(t, grepRow(t, rounds, "inspect grep regex, 100k-file tree (search package)", testutil.GrepRegex, true, 3))
 		// ... and through /mcp on a 10k-file tree (the TypeScript figure's size).
 		grepS := openSession(t, srv, tok.AccessToken, "bench-grep", refs["tree10k"])
 		defer grepS.Close()
@@ -272,7 +273,7 @@ func TestSuite(t *testing.T) {
 			pattern string
 			regex   bool
 			goal    float64
-		}{{"literal", treeLiteral, false, 2}, {"regex", treeRegex, true, 3}} {
+		}{{"literal", testutil.GrepLiteral, false, 2}, {"regex", testutil.GrepRegex, true, 3}} {
 			args := map[string]any{"operations": []any{map[string]any{"op": "grep", "pattern": g.pattern, "regex": g.regex, "limit": 1000}}}
 			wantN := rgCount(t, tree10k, g.pattern, g.regex)
 			if sc := grepS.must(t, "inspect", args); countMatches(sc) != wantN {
@@ -420,7 +421,7 @@ func countMatches(sc map[string]any) int {
 }
 
 func rgCount(t testing.TB, dir, pattern string, regex bool) int {
-	args := slices.Clone(rgArgs)
+	args := testutil.RipgrepArgs()
 	if !regex {
 		args = append(args, "--fixed-strings")
 	}
@@ -498,18 +499,18 @@ func managerRow(t *testing.T, srv *server, rounds int) row {
 	return latencyRow("exec true, process layer only (info)", o, b, rr, "os/exec", 0)
 }
 
-func gitApply(t *testing.T, pt *patchTree, salt *int) (setup, run func()) {
+func gitApply(t *testing.T, pt *testutil.PatchBench, salt *int) (setup, run func()) {
 	dir, patchDir := t.TempDir(), t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	patchFile := filepath.Join(patchDir, "bench.diff")
-	if err := os.WriteFile(patchFile, []byte(pt.unified), 0o644); err != nil {
+	if err := os.WriteFile(patchFile, []byte(pt.Unified), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	setup = func() {
 		*salt++
-		if _, err := pt.reset(dir, *salt); err != nil {
+		if _, err := resetPatchTree(pt, dir, *salt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -527,7 +528,7 @@ func gitApply(t *testing.T, pt *patchTree, salt *int) (setup, run func()) {
 // starts from files with a new first line, so nothing is deduplicated
 // against an earlier round (a real session patches new contents).
 func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
-	pt := newPatchTree("")
+	pt := testutil.NewPatchBench("")
 	dir := srv.Roots["patches"]
 	var s *session
 	var ifMatch map[string]any
@@ -535,7 +536,7 @@ func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
 	setup := func() {
 		salt++
 		var err error
-		if ifMatch, err = pt.reset(dir, salt); err != nil {
+		if ifMatch, err = resetPatchTree(pt, dir, salt); err != nil {
 			t.Fatal(err)
 		}
 		// A fresh conversation now and then keeps the execution's patch
@@ -549,7 +550,7 @@ func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
 		calls++
 	}
 	run := func() {
-		r, err := s.call(context.Background(), "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", salt), "patch": pt.codex, "ifMatch": ifMatch})
+		r, err := s.call(context.Background(), "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", salt), "patch": pt.Codex, "ifMatch": ifMatch})
 		if err != nil || r.IsError {
 			t.Fatalf("apply_patch: %v %v", err, r.SC)
 		}
@@ -563,7 +564,7 @@ func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
 }
 
 func patchLibRow(t *testing.T, rounds int) row {
-	pt := newPatchTree("")
+	pt := testutil.NewPatchBench("")
 	dir := t.TempDir()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -574,7 +575,7 @@ func patchLibRow(t *testing.T, rounds int) row {
 	salt := 0
 	setup := func() {
 		salt++
-		hashes, err := pt.reset(dir, salt)
+		hashes, err := resetPatchTree(pt, dir, salt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,7 +584,7 @@ func patchLibRow(t *testing.T, rounds int) row {
 		}
 	}
 	run := func() {
-		p, err := patch.Parse(pt.codex)
+		p, err := patch.Parse(pt.Codex)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,66 +16,8 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-type tfile struct {
-	content string
-	mode    fs.FileMode // 0 means 0644
-}
-
-func writeTree(t *testing.T, dir string, files map[string]tfile) {
-	t.Helper()
-	for name, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := f.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		if err := os.WriteFile(p, []byte(f.content), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// snapshot renders every entry under dir with its mode and content.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "link " + target
-		case d.IsDir():
-			out[rel] = fmt.Sprintf("dir %v", info.Mode())
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("file %v %q", info.Mode(), b)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func diffSnapshots(t *testing.T, want, got map[string]string) {
 	t.Helper()
@@ -188,28 +130,28 @@ const multiPatch = `*** Begin Patch
 *** End Patch
 `
 
-func multiTree() map[string]tfile {
-	return map[string]tfile{
-		"a.txt":        {content: "one\ntwo\nthree\n"},
-		"old/name.txt": {content: "x\n", mode: 0o600},
-		"old/keep.txt": {content: "keep\n"},
-		"gone.txt":     {content: "bye\n"},
-		"bin/run.sh":   {content: "#!/bin/sh\necho hi\n", mode: 0o755},
-		"win.txt":      {content: "a\r\nc\r\n"},
-		"tail.txt":     {content: "first\nlast"},
+func multiTree() map[string]testutil.File {
+	return map[string]testutil.File{
+		"a.txt":        {Content: "one\ntwo\nthree\n"},
+		"old/name.txt": {Content: "x\n", Mode: 0o600},
+		"old/keep.txt": {Content: "keep\n"},
+		"gone.txt":     {Content: "bye\n"},
+		"bin/run.sh":   {Content: "#!/bin/sh\necho hi\n", Mode: 0o755},
+		"win.txt":      {Content: "a\r\nc\r\n"},
+		"tail.txt":     {Content: "first\nlast"},
 	}
 }
 
 func TestApplyMultiFile(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, multiTree())
-	before := snapshot(t, dir)
+	testutil.WriteTree(t, dir, multiTree())
+	before := testutil.Tree(t, dir)
 	res, err := apply(t, dir, multiPatch, Options{})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 
-	want := snapshot(t, dir) // then check the differences from before
+	want := testutil.Tree(t, dir) // then check the differences from before
 	wantFiles := map[string]string{
 		"new/deep/file.txt":    "hello\nworld\n",
 		"a.txt":                "one\nTWO\nthree\n",
@@ -276,14 +218,14 @@ func TestApplyMultiFile(t *testing.T) {
 }
 
 func TestApplyPreconditions(t *testing.T) {
-	files := map[string]tfile{"a": {content: "a\n"}, "b": {content: "b\n"}}
+	files := map[string]testutil.File{"a": {Content: "a\n"}, "b": {Content: "b\n"}}
 	text := "*** Begin Patch\n*** Update File: a\n@@\n-a\n+A\n*** Update File: b\n@@\n-b\n+B\n*** Add File: c\n+c\n*** End Patch"
 	hashA, hashB := HashContent([]byte("a\n")), HashContent([]byte("b\n"))
 	stale := HashContent([]byte("old\n"))
 	tests := []struct {
 		name    string
 		pre     map[string]Precondition
-		files   map[string]tfile
+		files   map[string]testutil.File
 		want    error
 		details any
 	}{
@@ -295,7 +237,7 @@ func TestApplyPreconditions(t *testing.T) {
 		},
 		{
 			name:    "must not exist but exists",
-			files:   map[string]tfile{"c": {content: "already\n"}},
+			files:   map[string]testutil.File{"c": {Content: "already\n"}},
 			pre:     map[string]Precondition{"a": {Set: true, ContentHash: hashA}, "b": {Set: true, ContentHash: hashB}, "c": {Set: true, MustNotExist: true}},
 			want:    ErrVersionConflict,
 			details: &VersionConflict{Path: "c", Actual: HashContent([]byte("already\n"))},
@@ -320,7 +262,7 @@ func TestApplyPreconditions(t *testing.T) {
 		},
 		{
 			name:  "update of a missing file",
-			files: map[string]tfile{},
+			files: map[string]testutil.File{},
 			pre:   map[string]Precondition{"./a": {Set: true, ContentHash: hashA}, "b": {Set: true, ContentHash: hashB}, "c": {Set: true, MustNotExist: true}},
 			want:  nil,
 		},
@@ -328,9 +270,9 @@ func TestApplyPreconditions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, files)
-			writeTree(t, dir, tt.files)
-			before := snapshot(t, dir)
+			testutil.WriteTree(t, dir, files)
+			testutil.WriteTree(t, dir, tt.files)
+			before := testutil.Tree(t, dir)
 			res, err := Apply(context.Background(), openRoot(t, dir), mustParse(t, text), tt.pre, Options{})
 			if tt.want == nil {
 				if err != nil {
@@ -356,7 +298,7 @@ func TestApplyPreconditions(t *testing.T) {
 					t.Errorf("missing = %+v, want %+v", got, d)
 				}
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 		})
 	}
 }
@@ -365,36 +307,36 @@ func TestApplyTargetErrors(t *testing.T) {
 	outside := t.TempDir()
 	tests := []struct {
 		name  string
-		files map[string]tfile
+		files map[string]testutil.File
 		setup func(t *testing.T, dir string)
 		patch string
 		opts  Options
 		want  error
 	}{
-		{"binary target", map[string]tfile{"b.bin": {content: "a\x00b\n"}}, nil, "*** Update File: b.bin\n@@\n-a\n+b\n", Options{}, ErrBinaryTarget},
-		{"invalid utf-8 target", map[string]tfile{"l1.txt": {content: "caf\xe9\n"}}, nil, "*** Update File: l1.txt\n@@\n-x\n+y\n", Options{}, ErrBinaryTarget},
+		{"binary target", map[string]testutil.File{"b.bin": {Content: "a\x00b\n"}}, nil, "*** Update File: b.bin\n@@\n-a\n+b\n", Options{}, ErrBinaryTarget},
+		{"invalid utf-8 target", map[string]testutil.File{"l1.txt": {Content: "caf\xe9\n"}}, nil, "*** Update File: l1.txt\n@@\n-x\n+y\n", Options{}, ErrBinaryTarget},
 		{"update missing file", nil, nil, "*** Update File: nope.txt\n@@\n-x\n+y\n", Options{}, ErrTargetMissing},
 		{"delete missing file", nil, nil, "*** Delete File: nope.txt\n", Options{}, ErrTargetMissing},
-		{"sensitive target", map[string]tfile{".env": {content: "A=1\n"}}, nil, "*** Update File: .env\n@@\n-A=1\n+A=2\n", Options{}, project.ErrPathDenied},
-		{"sensitive move target", map[string]tfile{"x": {content: "k\n"}}, nil, "*** Update File: x\n*** Move to: .ssh/id_rsa\n", Options{}, project.ErrPathDenied},
+		{"sensitive target", map[string]testutil.File{".env": {Content: "A=1\n"}}, nil, "*** Update File: .env\n@@\n-A=1\n+A=2\n", Options{}, project.ErrPathDenied},
+		{"sensitive move target", map[string]testutil.File{"x": {Content: "k\n"}}, nil, "*** Update File: x\n*** Move to: .ssh/id_rsa\n", Options{}, project.ErrPathDenied},
 		{"directory target", nil, func(t *testing.T, dir string) { os.Mkdir(filepath.Join(dir, "d"), 0o755) }, "*** Delete File: d\n", Options{}, project.ErrPathDenied},
-		{"symlink target inside", map[string]tfile{"real": {content: "x\n"}}, func(t *testing.T, dir string) { os.Symlink("real", filepath.Join(dir, "link")) }, "*** Update File: link\n@@\n-x\n+y\n", Options{}, project.ErrPathDenied},
+		{"symlink target inside", map[string]testutil.File{"real": {Content: "x\n"}}, func(t *testing.T, dir string) { os.Symlink("real", filepath.Join(dir, "link")) }, "*** Update File: link\n@@\n-x\n+y\n", Options{}, project.ErrPathDenied},
 		{"dangling symlink leading out", nil, func(t *testing.T, dir string) {
 			os.Symlink(filepath.Join(outside, "new.txt"), filepath.Join(dir, "out.txt"))
 		}, "*** Add File: out.txt\n+pwned\n", Options{}, project.ErrPathDenied},
 		{"directory symlink leading out", nil, func(t *testing.T, dir string) {
 			os.Symlink(outside, filepath.Join(dir, "escape"))
 		}, "*** Add File: escape/new.txt\n+pwned\n", Options{}, project.ErrPathDenied},
-		{"parent is a file", map[string]tfile{"f": {content: "x\n"}}, nil, "*** Add File: f/g.txt\n+x\n", Options{}, syscall.ENOTDIR},
+		{"parent is a file", map[string]testutil.File{"f": {Content: "x\n"}}, nil, "*** Add File: f/g.txt\n+x\n", Options{}, syscall.ENOTDIR},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, tt.files)
+			testutil.WriteTree(t, dir, tt.files)
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}
-			before := snapshot(t, dir)
+			before := testutil.Tree(t, dir)
 			_, err := apply(t, dir, "*** Begin Patch\n"+tt.patch+"*** End Patch", tt.opts)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Apply error = %v, want %v", err, tt.want)
@@ -402,7 +344,7 @@ func TestApplyTargetErrors(t *testing.T) {
 			if strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), outside) {
 				t.Errorf("error %q reveals a host path", err)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 				t.Errorf("something was written outside: %v", entries)
 			}
@@ -412,7 +354,7 @@ func TestApplyTargetErrors(t *testing.T) {
 
 func TestApplyAllowSensitive(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{".env": {content: "A=1\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{".env": {Content: "A=1\n"}})
 	if _, err := apply(t, dir, "*** Begin Patch\n*** Update File: .env\n@@\n-A=1\n+A=2\n*** End Patch", Options{AllowSensitive: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +365,7 @@ func TestApplyAllowSensitive(t *testing.T) {
 
 func TestApplyMoveKeepsModeAndOverwrites(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"run.sh": {content: "echo 1\n", mode: 0o750}, "dst.sh": {content: "old\n", mode: 0o644}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"run.sh": {Content: "echo 1\n", Mode: 0o750}, "dst.sh": {Content: "old\n", Mode: 0o644}})
 	res, err := apply(t, dir, "*** Begin Patch\n*** Update File: run.sh\n*** Move to: dst.sh\n@@\n-echo 1\n+echo 2\n*** End Patch", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -459,12 +401,12 @@ const faultPatch = `*** Begin Patch
 *** Delete File: del.txt
 *** End Patch`
 
-func faultTree() map[string]tfile {
-	return map[string]tfile{
-		"a.txt":     {content: "a\n", mode: 0o755},
-		"src/m.txt": {content: "m\n", mode: 0o600},
-		"dst/m.txt": {content: "old m\n"},
-		"del.txt":   {content: "del\r\n"},
+func faultTree() map[string]testutil.File {
+	return map[string]testutil.File{
+		"a.txt":     {Content: "a\n", Mode: 0o755},
+		"src/m.txt": {Content: "m\n", Mode: 0o600},
+		"dst/m.txt": {Content: "old m\n"},
+		"del.txt":   {Content: "del\r\n"},
 	}
 }
 
@@ -493,8 +435,8 @@ func TestApplyFaultInjection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, faultTree())
-			before := snapshot(t, dir)
+			testutil.WriteTree(t, dir, faultTree())
+			before := testutil.Tree(t, dir)
 			_, err := apply(t, dir, faultPatch, Options{Hooks: tt.hooks(t, dir)})
 			if !errors.Is(err, injected) {
 				t.Fatalf("Apply error = %v, want the injected fault", err)
@@ -502,12 +444,12 @@ func TestApplyFaultInjection(t *testing.T) {
 			if errors.Is(err, ErrRollbackIncomplete) {
 				t.Errorf("rollback incomplete: %v", err)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 		})
 	}
 	t.Run("all steps pass", func(t *testing.T) {
 		dir := t.TempDir()
-		writeTree(t, dir, faultTree())
+		testutil.WriteTree(t, dir, faultTree())
 		var seen []string
 		_, err := apply(t, dir, faultPatch, Options{Hooks: &Hooks{BeforeRename: func(i int, p string) error {
 			seen = append(seen, fmt.Sprintf("%d:%s", i, p))
@@ -520,7 +462,7 @@ func TestApplyFaultInjection(t *testing.T) {
 		if !reflect.DeepEqual(seen, want) {
 			t.Errorf("steps = %v, want %v", seen, want)
 		}
-		got := snapshot(t, dir)
+		got := testutil.Tree(t, dir)
 		for _, p := range []string{"src/m.txt", "del.txt"} {
 			if _, ok := got[p]; ok {
 				t.Errorf("%s survived", p)
@@ -536,12 +478,12 @@ func TestApplyConcurrentChangeDetected(t *testing.T) {
 	for step, target := range []string{"a.txt", "n1/n2/n3/new.txt", "dst/m.txt", "src/m.txt", "del.txt"} {
 		t.Run(target, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, faultTree())
-			before := snapshot(t, dir)
+			testutil.WriteTree(t, dir, faultTree())
+			before := testutil.Tree(t, dir)
 			hooks := &Hooks{BeforeRename: func(i int, p string) error {
 				if i == step {
 					// Another writer changes the file after validation.
-					writeTree(t, dir, map[string]tfile{p: {content: "theirs\n"}})
+					testutil.WriteTree(t, dir, map[string]testutil.File{p: {Content: "theirs\n"}})
 				}
 				return nil
 			}}
@@ -554,7 +496,7 @@ func TestApplyConcurrentChangeDetected(t *testing.T) {
 				t.Errorf("rollback incomplete: %v", err)
 			}
 			// Everything is back, except the other writer's change.
-			after := snapshot(t, dir)
+			after := testutil.Tree(t, dir)
 			if got := readFile(t, dir, target); got != "theirs\n" {
 				t.Errorf("the other writer's change was lost: %q", got)
 			}
@@ -572,9 +514,9 @@ func TestApplyConcurrentChangeDetected(t *testing.T) {
 
 func TestApplyParentSwappedForOutsideSymlink(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	writeTree(t, dir, map[string]tfile{"top.txt": {content: "top\n"}, "sub/a.txt": {content: "a\n"}})
-	writeTree(t, outside, map[string]tfile{"a.txt": {content: "a\n"}})
-	outsideBefore := snapshot(t, outside)
+	testutil.WriteTree(t, dir, map[string]testutil.File{"top.txt": {Content: "top\n"}, "sub/a.txt": {Content: "a\n"}})
+	testutil.WriteTree(t, outside, map[string]testutil.File{"a.txt": {Content: "a\n"}})
+	outsideBefore := testutil.Tree(t, outside)
 	text := "*** Begin Patch\n*** Update File: top.txt\n@@\n-top\n+TOP\n*** Update File: sub/a.txt\n@@\n-a\n+A\n*** Add File: sub/b.txt\n+b\n*** End Patch"
 	p := mustParse(t, text)
 	pre := preFor(t, dir, p.Paths()...)
@@ -594,12 +536,12 @@ func TestApplyParentSwappedForOutsideSymlink(t *testing.T) {
 	if got := readFile(t, dir, "top.txt"); got != "top\n" {
 		t.Errorf("top.txt not rolled back: %q", got)
 	}
-	diffSnapshots(t, outsideBefore, snapshot(t, outside))
+	diffSnapshots(t, outsideBefore, testutil.Tree(t, outside))
 }
 
 func TestApplyHardlinkToOutsideInode(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	writeTree(t, outside, map[string]tfile{"secret.txt": {content: "x\n"}})
+	testutil.WriteTree(t, outside, map[string]testutil.File{"secret.txt": {Content: "x\n"}})
 	if err := os.Link(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "linked.txt")); err != nil {
 		t.Skipf("hard links unsupported: %v", err)
 	}
@@ -616,7 +558,7 @@ func TestApplyHardlinkToOutsideInode(t *testing.T) {
 
 func TestApplyHeredocAndRangeHeader(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"f.txt": {content: "a\nb\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"f.txt": {Content: "a\nb\n"}})
 	text := "apply_patch <<'EOF'\r\n*** Begin Patch\r\n*** Update File: f.txt\r\n@@ -1,1 +1,2000000000 @@\r\n a\r\n-b\r\n+c\r\n*** End Patch\r\nEOF\r\n"
 	if _, err := apply(t, dir, text, Options{}); err != nil {
 		t.Fatal(err)
@@ -628,7 +570,7 @@ func TestApplyHeredocAndRangeHeader(t *testing.T) {
 
 func TestApplyNoopUpdateWritesNothing(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"f.txt": {content: "a\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"f.txt": {Content: "a\n"}})
 	fi1, _ := os.Stat(filepath.Join(dir, "f.txt"))
 	res, err := apply(t, dir, "*** Begin Patch\n*** Update File: f.txt\n@@\n-a\n+a\n*** End Patch", Options{Sync: true})
 	if err != nil {
@@ -642,7 +584,7 @@ func TestApplyNoopUpdateWritesNothing(t *testing.T) {
 
 func TestApplyCancelled(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"f.txt": {content: "a\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"f.txt": {Content: "a\n"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := mustParse(t, "*** Begin Patch\n*** Update File: f.txt\n@@\n-a\n+b\n*** End Patch")
@@ -656,9 +598,9 @@ func TestApplyCancelled(t *testing.T) {
 
 func TestApplyFuzzAndAmbiguity(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{
-		"ws.go":  {content: "func f() {\n\treturn  x\n}\n"},
-		"amb.go": {content: "a\tb\nc\na  b\n"},
+	testutil.WriteTree(t, dir, map[string]testutil.File{
+		"ws.go":  {Content: "func f() {\n\treturn  x\n}\n"},
+		"amb.go": {Content: "a\tb\nc\na  b\n"},
 	})
 	res, err := apply(t, dir, "*** Begin Patch\n*** Update File: ws.go\n@@\n     return x\n+    // done\n*** End Patch", Options{})
 	if err != nil {
@@ -670,13 +612,13 @@ func TestApplyFuzzAndAmbiguity(t *testing.T) {
 	if got := readFile(t, dir, "ws.go"); got != "func f() {\n\treturn  x\n    // done\n}\n" {
 		t.Errorf("ws.go = %q", got)
 	}
-	before := snapshot(t, dir)
+	before := testutil.Tree(t, dir)
 	_, err = apply(t, dir, "*** Begin Patch\n*** Update File: ws.go\n@@\n-}\n+} // end\n*** Update File: amb.go\n@@\n-a b\n+z\n*** End Patch", Options{})
 	var he *HunkError
 	if !errors.Is(err, ErrAmbiguous) || !errors.As(err, &he) || he.Path != "amb.go" || he.Line != 7 {
 		t.Fatalf("Apply error = %v, want an ambiguous hunk in amb.go at patch line 7", err)
 	}
-	diffSnapshots(t, before, snapshot(t, dir))
+	diffSnapshots(t, before, testutil.Tree(t, dir))
 }
 
 // rollbackPatch replaces, deletes and moves files whose exact bytes
@@ -711,16 +653,16 @@ const rollbackPatch = `*** Begin Patch
 +new
 *** End Patch`
 
-func rollbackTree() map[string]tfile {
-	return map[string]tfile{
-		"crlf.sh":      {content: "#!/bin/sh\r\necho a\r\n", mode: 0o755},
-		"noeol.txt":    {content: "x\ny", mode: 0o600},
-		"empty.txt":    {content: "", mode: 0o640},
-		"del.bat":      {content: "del\r\nme\r\n", mode: 0o700},
-		"src/mv.sh":    {content: "mv\r\n", mode: 0o750},
-		"src/mv2.txt":  {content: "two\n", mode: 0o777},
-		"dst/over.sh":  {content: "over\r\n", mode: 0o604},
-		"dst/keep.txt": {content: "keep\n"},
+func rollbackTree() map[string]testutil.File {
+	return map[string]testutil.File{
+		"crlf.sh":      {Content: "#!/bin/sh\r\necho a\r\n", Mode: 0o755},
+		"noeol.txt":    {Content: "x\ny", Mode: 0o600},
+		"empty.txt":    {Content: "", Mode: 0o640},
+		"del.bat":      {Content: "del\r\nme\r\n", Mode: 0o700},
+		"src/mv.sh":    {Content: "mv\r\n", Mode: 0o750},
+		"src/mv2.txt":  {Content: "two\n", Mode: 0o777},
+		"dst/over.sh":  {Content: "over\r\n", Mode: 0o604},
+		"dst/keep.txt": {Content: "keep\n"},
 	}
 }
 
@@ -733,8 +675,8 @@ func TestApplyRollbackFromMemory(t *testing.T) {
 	injected := errors.New("injected fault")
 	setup := func(t *testing.T) (dir, outside string) {
 		dir, outside = t.TempDir(), t.TempDir()
-		writeTree(t, dir, rollbackTree())
-		writeTree(t, outside, map[string]tfile{"shared.txt": {content: "x\n"}})
+		testutil.WriteTree(t, dir, rollbackTree())
+		testutil.WriteTree(t, outside, map[string]testutil.File{"shared.txt": {Content: "x\n"}})
 		if err := os.Link(filepath.Join(outside, "shared.txt"), filepath.Join(dir, "linked.txt")); err != nil {
 			t.Skipf("hard links unsupported: %v", err)
 		}
@@ -763,7 +705,7 @@ func TestApplyRollbackFromMemory(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, outside := setup(t)
-			before := snapshot(t, dir)
+			before := testutil.Tree(t, dir)
 			state := t.TempDir()
 			opts := Options{Hooks: tt.hooks}
 			if tt.intents {
@@ -773,7 +715,7 @@ func TestApplyRollbackFromMemory(t *testing.T) {
 			if !errors.Is(err, injected) || errors.Is(err, ErrRollbackIncomplete) {
 				t.Fatalf("Apply error = %v, want the injected fault, rolled back", err)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 			if got := readFile(t, outside, "shared.txt"); got != "x\n" {
 				t.Errorf("written through a hard link: %q", got)
 			}
@@ -802,7 +744,7 @@ func TestApplyClosesHeldFiles(t *testing.T) {
 	injected := errors.New("injected fault")
 	for _, opts := range []Options{{}, {Hooks: &Hooks{AfterCommit: func() error { return injected }}}} {
 		dir := t.TempDir()
-		writeTree(t, dir, faultTree())
+		testutil.WriteTree(t, dir, faultTree())
 		base := openFDs(t)
 		if _, err := apply(t, dir, faultPatch, opts); err != nil && !errors.Is(err, injected) {
 			t.Fatal(err)

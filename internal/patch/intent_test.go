@@ -14,24 +14,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // crashCase is one transaction run through the crash tests: run applies
 // it to dir with opts.
 type crashCase struct {
 	name string
-	tree map[string]tfile
+	tree map[string]testutil.File
 	run  func(t *testing.T, dir string, opts Options) error
 }
 
-func applyCase(name, text string, tree map[string]tfile) crashCase {
+func applyCase(name, text string, tree map[string]testutil.File) crashCase {
 	return crashCase{name: name, tree: tree, run: func(t *testing.T, dir string, opts Options) error {
 		_, err := apply(t, dir, text, opts)
 		return err
 	}}
 }
 
-func restoreCase(name string, tree map[string]tfile, states []FileState, rmdirs []string) crashCase {
+func restoreCase(name string, tree map[string]testutil.File, states []FileState, rmdirs []string) crashCase {
 	return crashCase{name: name, tree: tree, run: func(t *testing.T, dir string, opts Options) error {
 		_, err := Restore(context.Background(), openRoot(t, dir), states, rmdirs, opts)
 		return err
@@ -46,9 +47,9 @@ func crashCases() []crashCase {
 		applyCase("apply/update create move delete", faultPatch, faultTree()),
 		applyCase("apply/multi", multiPatch, multiTree()),
 		applyCase("apply/move to new dir", "*** Begin Patch\n*** Update File: a/x.txt\n*** Move to: b/c/x.txt\n@@\n-x\n+X\n*** Add File: a/y.txt\n+y\n*** End Patch",
-			map[string]tfile{"a/x.txt": {content: "x\n"}}),
+			map[string]testutil.File{"a/x.txt": {Content: "x\n"}}),
 		restoreCase("restore/update create delete rmdirs", restoreTree(), restoreStates(), []string{"sub", "n1"}),
-		restoreCase("restore/mode only", map[string]tfile{"m.sh": {content: "m\n", mode: 0o644}, "d.txt": {content: "d\n"}},
+		restoreCase("restore/mode only", map[string]testutil.File{"m.sh": {Content: "m\n", Mode: 0o644}, "d.txt": {Content: "d\n"}},
 			[]FileState{{Path: "m.sh", Expect: hashOf("m\n"), Content: []byte("m\n"), Mode: 0o755}, {Path: "d.txt", Expect: hashOf("d\n"), Absent: true}}, nil),
 	}
 }
@@ -92,14 +93,14 @@ func records(t *testing.T, stateDir string) []string {
 func countPoints(t *testing.T, c crashCase, hooks Hooks) (int, map[string]string, error) {
 	t.Helper()
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, c.tree)
+	testutil.WriteTree(t, dir, c.tree)
 	n := 0
 	hooks.Crash = func(int) bool { n++; return false }
 	err := c.run(t, dir, Options{Intents: openIntents(t, state), Hooks: &hooks})
 	if r := records(t, state); len(r) != 0 {
 		t.Fatalf("uncrashed run left intent records %v", r)
 	}
-	return n, snapshot(t, dir), err
+	return n, testutil.Tree(t, dir), err
 }
 
 // TestCrashAtEveryPointRecovers stops each transaction at every point of
@@ -111,8 +112,8 @@ func TestCrashAtEveryPointRecovers(t *testing.T) {
 	for _, c := range crashCases() {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, c.tree)
-			oldTree := snapshot(t, dir)
+			testutil.WriteTree(t, dir, c.tree)
+			oldTree := testutil.Tree(t, dir)
 			n, newTree, err := countPoints(t, c, Hooks{})
 			if err != nil {
 				t.Fatal(err)
@@ -123,7 +124,7 @@ func TestCrashAtEveryPointRecovers(t *testing.T) {
 			var seq []string
 			for k := range n {
 				dir, state := t.TempDir(), t.TempDir()
-				writeTree(t, dir, c.tree)
+				testutil.WriteTree(t, dir, c.tree)
 				hooks := &Hooks{Crash: func(p int) bool { return p == k }}
 				if err := c.run(t, dir, Options{Intents: openIntents(t, state), Hooks: hooks}); !errors.Is(err, errCrashed) {
 					t.Fatalf("point %d: %v, want the simulated crash", k, err)
@@ -135,7 +136,7 @@ func TestCrashAtEveryPointRecovers(t *testing.T) {
 				if len(rec.Patches) != 1 || rec.Patches[0].Err != nil {
 					t.Fatalf("point %d: recovery %+v", k, rec.Patches)
 				}
-				got := snapshot(t, dir)
+				got := testutil.Tree(t, dir)
 				switch {
 				case cmp.Equal(got, oldTree):
 					seq = append(seq, "old")
@@ -187,8 +188,8 @@ func TestCrashDuringRollbackRecovers(t *testing.T) {
 				return nil
 			}}
 			dir := t.TempDir()
-			writeTree(t, dir, c.tree)
-			oldTree := snapshot(t, dir)
+			testutil.WriteTree(t, dir, c.tree)
+			oldTree := testutil.Tree(t, dir)
 			n, tree, err := countPoints(t, c, hooks)
 			if err == nil {
 				break // no commit step failAt: the patch went through
@@ -202,7 +203,7 @@ func TestCrashDuringRollbackRecovers(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/fail at step %d", c.name, fail), func(t *testing.T) {
 				for k := range n {
 					dir, state := t.TempDir(), t.TempDir()
-					writeTree(t, dir, c.tree)
+					testutil.WriteTree(t, dir, c.tree)
 					h := hooks
 					h.Crash = func(p int) bool { return p == k }
 					err := c.run(t, dir, Options{Intents: openIntents(t, state), Hooks: &h})
@@ -213,7 +214,7 @@ func TestCrashDuringRollbackRecovers(t *testing.T) {
 					if len(rec.Patches) != 1 || rec.Patches[0].Err != nil {
 						t.Fatalf("point %d: recovery %+v", k, rec.Patches)
 					}
-					got := snapshot(t, dir)
+					got := testutil.Tree(t, dir)
 					if !cmp.Equal(got, oldTree) && !cmp.Equal(got, newTree) {
 						t.Fatalf("point %d (%+v): neither all old nor all new (-old +got):\n%s", k, rec.Patches, cmp.Diff(oldTree, got))
 					}
@@ -253,10 +254,10 @@ func crashAfterCommitPoint(t *testing.T, dir, state string) {
 
 func TestRecoverLeavesChangedFilesAsFound(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
+	testutil.WriteTree(t, dir, faultTree())
 	crashAfterCommitPoint(t, dir, state)
 	// Someone edits a.txt before the server comes back.
-	writeTree(t, dir, map[string]tfile{"a.txt": {content: "theirs\n", mode: 0o755}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"a.txt": {Content: "theirs\n", Mode: 0o755}})
 	rec := recoverAll(t, state)
 	if len(rec.Patches) != 1 || rec.Patches[0].Outcome != RecoveredIncomplete || rec.Patches[0].Err == nil {
 		t.Fatalf("recovery %+v, want incomplete", rec.Patches)
@@ -274,7 +275,7 @@ func TestRecoverLeavesChangedFilesAsFound(t *testing.T) {
 			t.Errorf("%s = %q, want %q", p, got, c)
 		}
 	}
-	for p := range snapshot(t, dir) {
+	for p := range testutil.Tree(t, dir) {
 		if strings.Contains(p, ".devspace-") {
 			t.Errorf("leftover %s", p)
 		}
@@ -288,8 +289,8 @@ func TestRecoverLeavesChangedFilesAsFound(t *testing.T) {
 
 func TestRecoverRollsBackWhenAStagedFileIsDamaged(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
-	before := snapshot(t, dir)
+	testutil.WriteTree(t, dir, faultTree())
+	before := testutil.Tree(t, dir)
 	crashAfterCommitPoint(t, dir, state)
 	// A power loss can leave a staged file without its content.
 	var rec intentRecord
@@ -308,14 +309,14 @@ func TestRecoverRollsBackWhenAStagedFileIsDamaged(t *testing.T) {
 	if len(r.Patches) != 1 || r.Patches[0].Outcome != RecoveredBack {
 		t.Fatalf("recovery %+v, want rolled back", r.Patches)
 	}
-	diffSnapshots(t, before, snapshot(t, dir))
+	diffSnapshots(t, before, testutil.Tree(t, dir))
 }
 
 // TestRecoverStaleRecordChangesNothing: a record that outlived its
 // transaction (its deletion lost) must not undo later changes.
 func TestRecoverStaleRecordChangesNothing(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
+	testutil.WriteTree(t, dir, faultTree())
 	var record []byte
 	var recordName string
 	hooks := &Hooks{Crash: func(int) bool {
@@ -332,12 +333,12 @@ func TestRecoverStaleRecordChangesNothing(t *testing.T) {
 	if _, err := apply(t, dir, "*** Begin Patch\n*** Update File: a.txt\n@@\n-A\n+again\n*** Add File: del.txt\n+del\r\n*** Delete File: n1/n2/n3/new.txt\n*** End Patch", Options{}); err != nil {
 		t.Fatal(err)
 	}
-	after := snapshot(t, dir)
+	after := testutil.Tree(t, dir)
 	if err := os.WriteFile(filepath.Join(state, recordName), record, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	recoverAll(t, state)
-	diffSnapshots(t, after, snapshot(t, dir))
+	diffSnapshots(t, after, testutil.Tree(t, dir))
 	if r := records(t, state); len(r) != 0 {
 		t.Errorf("records left: %v", r)
 	}
@@ -348,13 +349,13 @@ func TestRecoverStaleRecordChangesNothing(t *testing.T) {
 // nothing outside and keeps the record.
 func TestRecoverStaysInsideTheRoot(t *testing.T) {
 	dir, state, outside := t.TempDir(), t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
+	testutil.WriteTree(t, dir, faultTree())
 	crashAfterCommitPoint(t, dir, state)
 	// Mirror dst/ outside, staging names included, then swap it for a link.
 	if err := os.CopyFS(outside, os.DirFS(filepath.Join(dir, "dst"))); err != nil {
 		t.Fatal(err)
 	}
-	outsideBefore := snapshot(t, outside)
+	outsideBefore := testutil.Tree(t, outside)
 	if err := os.Rename(filepath.Join(dir, "dst"), filepath.Join(dir, "dst.moved")); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestRecoverStaysInsideTheRoot(t *testing.T) {
 	if len(rec.Patches) != 1 || rec.Patches[0].Outcome != RecoveredKept || !errors.Is(rec.Patches[0].Err, project.ErrPathDenied) {
 		t.Fatalf("recovery %+v, want kept with a path denial", rec.Patches)
 	}
-	diffSnapshots(t, outsideBefore, snapshot(t, outside))
+	diffSnapshots(t, outsideBefore, testutil.Tree(t, outside))
 	if r := records(t, state); len(r) != 1 {
 		t.Errorf("records %v, want the record kept", r)
 	}
@@ -373,9 +374,9 @@ func TestRecoverStaysInsideTheRoot(t *testing.T) {
 
 func TestRecoverDropsBadRecords(t *testing.T) {
 	dir, state, outside := t.TempDir(), t.TempDir(), t.TempDir()
-	writeTree(t, outside, map[string]tfile{"victim.txt": {content: "v\n"}})
-	writeTree(t, dir, map[string]tfile{"f.txt": {content: "f\n"}, ".f.txt.devspace-0123456789ab.tmp": {content: "staged\n"}})
-	before := snapshot(t, dir)
+	testutil.WriteTree(t, outside, map[string]testutil.File{"victim.txt": {Content: "v\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"f.txt": {Content: "f\n"}, ".f.txt.devspace-0123456789ab.tmp": {Content: "staged\n"}})
+	before := testutil.Tree(t, dir)
 	write := func(name string, rec intentRecord) {
 		rec.Version = intentVersion
 		data, _ := json.Marshal(rec)
@@ -398,7 +399,7 @@ func TestRecoverDropsBadRecords(t *testing.T) {
 	if len(rec.Patches) != 5 || rec.Count(RecoveredDropped) != 5 {
 		t.Errorf("recovery %+v, want 5 dropped", rec.Patches)
 	}
-	diffSnapshots(t, before, snapshot(t, dir))
+	diffSnapshots(t, before, testutil.Tree(t, dir))
 	if got := readFile(t, outside, "victim.txt"); got != "v\n" {
 		t.Errorf("victim.txt = %q", got)
 	}
@@ -409,7 +410,7 @@ func TestRecoverDropsBadRecords(t *testing.T) {
 
 func TestRecoverKeepsRecordWhenRootCannotOpen(t *testing.T) {
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
+	testutil.WriteTree(t, dir, faultTree())
 	crashAfterCommitPoint(t, dir, state)
 	busy := errors.New("not now")
 	rec, err := openIntents(t, state).Recover(context.Background(), func(string) (*os.Root, error) { return nil, busy })
@@ -428,7 +429,7 @@ func TestRecoverKeepsRecordWhenRootCannotOpen(t *testing.T) {
 // never what they contain.
 func TestIntentRecordHoldsNoContent(t *testing.T) {
 	dir, state := t.TempDir(), filepath.Join(t.TempDir(), "intents")
-	writeTree(t, dir, map[string]tfile{"a.txt": {content: "top secret old\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"a.txt": {Content: "top secret old\n"}})
 	var seen []byte
 	hooks := &Hooks{AfterStage: func() error {
 		names := records(t, state)
@@ -475,7 +476,7 @@ func TestRollbackAsideBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, state := t.TempDir(), t.TempDir()
-	writeTree(t, dir, faultTree())
+	testutil.WriteTree(t, dir, faultTree())
 	hooks := &Hooks{AfterCommit: func() error {
 		// a.txt's aside is the last one the rollback writes: the others
 		// are on disk when it fails.
@@ -493,7 +494,7 @@ func TestRollbackAsideBlocked(t *testing.T) {
 		t.Fatalf("record %s, want rolling_back", name)
 	}
 	for _, p := range []string{"a.txt", "dst/m.txt", "n1/n2/n3/new.txt"} {
-		if got := snapshot(t, dir)[p]; got != newTree[p] {
+		if got := testutil.Tree(t, dir)[p]; got != newTree[p] {
 			t.Errorf("%s = %s, touched by the stopped rollback", p, got)
 		}
 	}
@@ -501,7 +502,7 @@ func TestRollbackAsideBlocked(t *testing.T) {
 	if len(rec.Patches) != 1 || rec.Patches[0].Outcome != RecoveredForward || rec.Patches[0].Err != nil {
 		t.Fatalf("recovery %+v, want rolled forward", rec.Patches)
 	}
-	diffSnapshots(t, newTree, snapshot(t, dir))
+	diffSnapshots(t, newTree, testutil.Tree(t, dir))
 }
 
 // TestCrashDuringRollbackAfterConflictRecovers: another writer changes a
@@ -523,7 +524,7 @@ func TestCrashDuringRollbackAfterConflictRecovers(t *testing.T) {
 				return &Hooks{BeforeRename: func(i int, p string) error {
 					if i == step {
 						*reached = true
-						writeTree(t, *dir, map[string]tfile{p: {content: "theirs\n"}})
+						testutil.WriteTree(t, *dir, map[string]testutil.File{p: {Content: "theirs\n"}})
 					}
 					return nil
 				}}
@@ -551,8 +552,8 @@ func TestCrashDuringRollbackAfterConflictRecovers(t *testing.T) {
 			conflicted := 0
 			for k := range n {
 				dir, state := t.TempDir(), t.TempDir()
-				writeTree(t, dir, c.tree)
-				oldTree := snapshot(t, dir)
+				testutil.WriteTree(t, dir, c.tree)
+				oldTree := testutil.Tree(t, dir)
 				reached := false
 				h := theirs(&dir, &reached)
 				h.Crash = func(p int) bool { return p == k }
@@ -560,7 +561,7 @@ func TestCrashDuringRollbackAfterConflictRecovers(t *testing.T) {
 					t.Fatalf("point %d: %v, want the simulated crash", k, err)
 				}
 				rec := recoverAll(t, state)
-				got, old, nw := snapshot(t, dir), oldTree, newTree
+				got, old, nw := testutil.Tree(t, dir), oldTree, newTree
 				if reached {
 					conflicted++
 					if want := fmt.Sprintf("file %v %q", fs.FileMode(0o644), "theirs\n"); got[target] != want {

@@ -5,15 +5,17 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestJournalRenderDiff(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{
-		"a.txt":    {content: "one\ntwo\nthree\n"},
-		"gone.txt": {content: "bye"},
-		"old.txt":  {content: "x\n"},
-		"crlf.txt": {content: "p\r\nq\r\n"},
+	testutil.WriteTree(t, dir, map[string]testutil.File{
+		"a.txt":    {Content: "one\ntwo\nthree\n"},
+		"gone.txt": {Content: "bye"},
+		"old.txt":  {Content: "x\n"},
+		"crlf.txt": {Content: "p\r\nq\r\n"},
 	})
 	text := `*** Begin Patch
 *** Update File: a.txt

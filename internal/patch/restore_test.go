@@ -11,17 +11,18 @@ import (
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func hashOf(s string) string { return HashContent([]byte(s)) }
 
 // restoreTree is the tree the restore tests start from.
-func restoreTree() map[string]tfile {
-	return map[string]tfile{
-		"a.txt":       {content: "a\r\nb\r\n", mode: 0o755},
-		"keep.txt":    {content: "keep"},
-		"gone.txt":    {content: "gone\n", mode: 0o600},
-		"sub/old.txt": {content: "old\n"},
+func restoreTree() map[string]testutil.File {
+	return map[string]testutil.File{
+		"a.txt":       {Content: "a\r\nb\r\n", Mode: 0o755},
+		"keep.txt":    {Content: "keep"},
+		"gone.txt":    {Content: "gone\n", Mode: 0o600},
+		"sub/old.txt": {Content: "old\n"},
 	}
 }
 
@@ -40,12 +41,12 @@ func restoreStates() []FileState {
 
 func TestRestore(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, restoreTree())
+	testutil.WriteTree(t, dir, restoreTree())
 	res, err := Restore(context.Background(), openRoot(t, dir), restoreStates(), []string{"sub", "n1"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := snapshot(t, dir)
+	got := testutil.Tree(t, dir)
 	want := map[string]string{
 		".":             got["."],
 		"a.txt":         fmt.Sprintf("file %v %q", fs.FileMode(0o640), "A\r\nb"),
@@ -78,11 +79,11 @@ func TestRestore(t *testing.T) {
 func TestRestoreConflictListsEveryDriftedPath(t *testing.T) {
 	dir := t.TempDir()
 	tree := restoreTree()
-	tree["a.txt"] = tfile{content: "theirs\n", mode: 0o755}
-	tree["n1/n2/new.txt"] = tfile{content: "also theirs\n"}
+	tree["a.txt"] = testutil.File{Content: "theirs\n", Mode: 0o755}
+	tree["n1/n2/new.txt"] = testutil.File{Content: "also theirs\n"}
 	delete(tree, "gone.txt")
-	writeTree(t, dir, tree)
-	before := snapshot(t, dir)
+	testutil.WriteTree(t, dir, tree)
+	before := testutil.Tree(t, dir)
 	_, err := Restore(context.Background(), openRoot(t, dir), restoreStates(), []string{"sub"}, Options{})
 	var rc *RestoreConflict
 	if !errors.As(err, &rc) || !errors.Is(err, ErrUndoConflict) {
@@ -99,7 +100,7 @@ func TestRestoreConflictListsEveryDriftedPath(t *testing.T) {
 	if errors.Is(err, ErrVersionConflict) {
 		t.Errorf("a restore conflict must map to undo_conflict only: %v", err)
 	}
-	diffSnapshots(t, before, snapshot(t, dir))
+	diffSnapshots(t, before, testutil.Tree(t, dir))
 }
 
 func TestRestoreFaultInjection(t *testing.T) {
@@ -125,13 +126,13 @@ func TestRestoreFaultInjection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, restoreTree())
-			before := snapshot(t, dir)
+			testutil.WriteTree(t, dir, restoreTree())
+			before := testutil.Tree(t, dir)
 			_, err := Restore(context.Background(), openRoot(t, dir), restoreStates(), []string{"sub"}, Options{Hooks: tt.hooks})
 			if !errors.Is(err, injected) || errors.Is(err, ErrRollbackIncomplete) {
 				t.Fatalf("Restore error = %v, want the injected fault, rolled back", err)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 		})
 	}
 }
@@ -140,10 +141,10 @@ func TestRestoreConcurrentChangeDetected(t *testing.T) {
 	for step, target := range []string{"a.txt", "n1/n2/new.txt", "gone.txt", "sub/old.txt"} {
 		t.Run(target, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, restoreTree())
+			testutil.WriteTree(t, dir, restoreTree())
 			hooks := &Hooks{BeforeRename: func(i int, p string) error {
 				if i == step {
-					writeTree(t, dir, map[string]tfile{p: {content: "theirs\n"}})
+					testutil.WriteTree(t, dir, map[string]testutil.File{p: {Content: "theirs\n"}})
 				}
 				return nil
 			}}
@@ -156,14 +157,14 @@ func TestRestoreConcurrentChangeDetected(t *testing.T) {
 				t.Errorf("rollback incomplete: %v", err)
 			}
 			want := restoreTree()
-			want[target] = tfile{content: "theirs\n", mode: modeOf(t, dir, target).Perm()}
+			want[target] = testutil.File{Content: "theirs\n", Mode: modeOf(t, dir, target).Perm()}
 			wdir := t.TempDir()
-			writeTree(t, wdir, want)
-			got := snapshot(t, dir)
+			testutil.WriteTree(t, wdir, want)
+			got := testutil.Tree(t, dir)
 			// The other writer created n1/n2 for its file.
 			delete(got, "n1")
 			delete(got, "n1/n2")
-			w := snapshot(t, wdir)
+			w := testutil.Tree(t, wdir)
 			delete(w, "n1")
 			delete(w, "n1/n2")
 			diffSnapshots(t, w, got)
@@ -173,7 +174,7 @@ func TestRestoreConcurrentChangeDetected(t *testing.T) {
 
 func TestRestoreModeOnlyAndHardlink(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	writeTree(t, outside, map[string]tfile{"shared.txt": {content: "x\n"}})
+	testutil.WriteTree(t, outside, map[string]testutil.File{"shared.txt": {Content: "x\n"}})
 	if err := os.Link(filepath.Join(outside, "shared.txt"), filepath.Join(dir, "linked.txt")); err != nil {
 		t.Skipf("hard links unsupported: %v", err)
 	}
@@ -202,7 +203,7 @@ func TestRestoreModeOnlyAndHardlink(t *testing.T) {
 
 func TestRestoreRefusals(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	writeTree(t, dir, map[string]tfile{"a.txt": {content: "a\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"a.txt": {Content: "a\n"}})
 	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
 		t.Fatal(err)
 	}
@@ -222,19 +223,19 @@ func TestRestoreRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := snapshot(t, dir)
+			before := testutil.Tree(t, dir)
 			_, err := Restore(context.Background(), openRoot(t, dir), tt.states, tt.dirs, Options{})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Restore error = %v, want %v", err, tt.want)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 		})
 	}
 }
 
 func TestRestoreRemoveDirsOnlyRealEmptyDirs(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"d1/d2/f.txt": {content: "f\n"}, "other/x.txt": {content: "x\n"}, "target/y.txt": {content: "y\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"d1/d2/f.txt": {Content: "f\n"}, "other/x.txt": {Content: "x\n"}, "target/y.txt": {Content: "y\n"}})
 	if err := os.Mkdir(filepath.Join(dir, "target", "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestRestoreRemoveDirsOnlyRealEmptyDirs(t *testing.T) {
 	if want := []string{"d1/d2", "d1"}; !reflect.DeepEqual(res.RemovedDirs, want) {
 		t.Errorf("RemovedDirs = %q, want %q", res.RemovedDirs, want)
 	}
-	got := snapshot(t, dir)
+	got := testutil.Tree(t, dir)
 	for _, p := range []string{"other/x.txt", "target/empty", "via"} {
 		if _, ok := got[p]; !ok {
 			t.Errorf("%s was removed", p)
@@ -262,7 +263,7 @@ func TestRestoreRemoveDirsOnlyRealEmptyDirs(t *testing.T) {
 
 func TestApplyReportsCreatedDirs(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{"x/keep.txt": {content: "k\n"}})
+	testutil.WriteTree(t, dir, map[string]testutil.File{"x/keep.txt": {Content: "k\n"}})
 	res, err := apply(t, dir, "*** Begin Patch\n*** Add File: x/y/z/new.txt\n+n\n*** Add File: top.txt\n+t\n*** End Patch", Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // sensitiveTree holds .ssh/config and .aws/credentials-like files behind
@@ -15,10 +16,10 @@ import (
 func sensitiveTree(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]tfile{
-		".ssh/config":  {content: "Host x\n"},
-		".aws/config":  {content: "[default]\n"},
-		"src/main.txt": {content: "main\n"},
+	testutil.WriteTree(t, dir, map[string]testutil.File{
+		".ssh/config":  {Content: "Host x\n"},
+		".aws/config":  {Content: "[default]\n"},
+		"src/main.txt": {Content: "main\n"},
 	})
 	for link, target := range map[string]string{
 		"keys":       ".ssh",          // keys/config is .ssh/config
@@ -51,13 +52,13 @@ func TestApplyRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := sensitiveTree(t)
-			before := snapshot(t, dir)
+			before := testutil.Tree(t, dir)
 			_, err := apply(t, dir, tt.patch, Options{})
 			var pe *project.PathError
 			if !errors.As(err, &pe) || pe.Reason != project.ReasonSensitive {
 				t.Fatalf("Apply error = %v, want path denied (sensitive)", err)
 			}
-			diffSnapshots(t, before, snapshot(t, dir))
+			diffSnapshots(t, before, testutil.Tree(t, dir))
 		})
 	}
 	t.Run("allowed when asked", func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestApplyRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 
 func TestRestoreRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 	dir := sensitiveTree(t)
-	before := snapshot(t, dir)
+	before := testutil.Tree(t, dir)
 	_, err := Restore(context.Background(), openRoot(t, dir), []FileState{
 		{Path: "keys/config", Expect: hashOf("Host x\n"), Content: []byte("Host evil\n"), Mode: 0o644},
 	}, nil, Options{})
@@ -93,5 +94,5 @@ func TestRestoreRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Reason != project.ReasonSensitive {
 		t.Fatalf("Restore error = %v, want path denied (sensitive)", err)
 	}
-	diffSnapshots(t, before, snapshot(t, dir))
+	diffSnapshots(t, before, testutil.Tree(t, dir))
 }

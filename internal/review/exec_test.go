@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestGitRun(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "a.txt", "a\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "a\n")
 	commitAll(t, dir)
-	other := newRepo(t)
+	other := testutil.NewRepo(t)
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_WORK_TREE", other)
 	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.hookspath'='/tmp/evil'")
@@ -49,23 +51,23 @@ func TestGitRun(t *testing.T) {
 }
 
 func TestChangesLinkedWorktree(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "a.txt", "a\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "a\n")
 	commitAll(t, dir)
-	base := strings.TrimSpace(git(t, dir, "rev-parse", "HEAD"))
+	base := strings.TrimSpace(testutil.Git(t, dir, "rev-parse", "HEAD"))
 	wt := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-wt")
-	git(t, dir, "worktree", "add", "-q", "-b", "side", wt)
-	t.Cleanup(func() { git(t, dir, "worktree", "remove", "--force", wt) })
+	testutil.Git(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	t.Cleanup(func() { testutil.Git(t, dir, "worktree", "remove", "--force", wt) })
 
 	if err := NewGit(GitOptions{}).CheckTopLevel(t.Context(), wt); err != nil {
 		t.Errorf("CheckTopLevel(linked worktree) = %v", err)
 	}
-	write(t, wt, "a.txt", "a\nb\n")
+	testutil.WriteFile(t, wt, "a.txt", "a\nb\n")
 	c := review(t, Options{}, wt)
 	checkFiles(t, c.Files, []FileChange{{Path: "a.txt", Status: "modified", Unstaged: true, Added: 1}})
 
-	git(t, wt, "commit", "-q", "-am", "b")
-	write(t, wt, "c.txt", "c\n")
+	testutil.Git(t, wt, "commit", "-q", "-am", "b")
+	testutil.WriteFile(t, wt, "c.txt", "c\n")
 	since, err := New(Options{}).ChangesSince(t.Context(), wt, base)
 	if err != nil {
 		t.Fatal(err)

@@ -12,33 +12,35 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestChangesStagedUnstagedUntracked(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "both.txt", "one\ntwo\nthree\n")
-	write(t, dir, "unstaged.txt", "a\nb\n")
-	write(t, dir, "gone.txt", "bye\n")
-	write(t, dir, "staged-gone.txt", "bye\nbye\n")
-	write(t, dir, "mode.sh", "echo\n")
-	write(t, dir, ".gitignore", "*.log\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "both.txt", "one\ntwo\nthree\n")
+	testutil.WriteFile(t, dir, "unstaged.txt", "a\nb\n")
+	testutil.WriteFile(t, dir, "gone.txt", "bye\n")
+	testutil.WriteFile(t, dir, "staged-gone.txt", "bye\nbye\n")
+	testutil.WriteFile(t, dir, "mode.sh", "echo\n")
+	testutil.WriteFile(t, dir, ".gitignore", "*.log\n")
 	commitAll(t, dir)
 
-	write(t, dir, "both.txt", "one\ntwo\nthree\nfour\n")
-	git(t, dir, "add", "both.txt")
-	write(t, dir, "both.txt", "zero\ntwo\nthree\nfour\n")
-	write(t, dir, "unstaged.txt", "a\nB\nc\n")
-	write(t, dir, "new.txt", "fresh\n")
-	git(t, dir, "add", "new.txt")
+	testutil.WriteFile(t, dir, "both.txt", "one\ntwo\nthree\nfour\n")
+	testutil.Git(t, dir, "add", "both.txt")
+	testutil.WriteFile(t, dir, "both.txt", "zero\ntwo\nthree\nfour\n")
+	testutil.WriteFile(t, dir, "unstaged.txt", "a\nB\nc\n")
+	testutil.WriteFile(t, dir, "new.txt", "fresh\n")
+	testutil.Git(t, dir, "add", "new.txt")
 	if err := os.Remove(filepath.Join(dir, "gone.txt")); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "rm", "-q", "staged-gone.txt")
+	testutil.Git(t, dir, "rm", "-q", "staged-gone.txt")
 	if err := os.Chmod(filepath.Join(dir, "mode.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "dir/untracked.txt", "x\ny")
-	write(t, dir, "ignored.log", "noise\n")
+	testutil.WriteFile(t, dir, "dir/untracked.txt", "x\ny")
+	testutil.WriteFile(t, dir, "ignored.log", "noise\n")
 
 	c := review(t, Options{}, dir)
 	checkFiles(t, c.Files, []FileChange{
@@ -53,7 +55,7 @@ func TestChangesStagedUnstagedUntracked(t *testing.T) {
 	if c.Truncated {
 		t.Error("Truncated set")
 	}
-	if len(c.Head) != 12 || !strings.HasPrefix(git(t, dir, "rev-parse", "HEAD"), c.Head) {
+	if len(c.Head) != 12 || !strings.HasPrefix(testutil.Git(t, dir, "rev-parse", "HEAD"), c.Head) {
 		t.Errorf("Head = %q", c.Head)
 	}
 	if !strings.HasPrefix(c.Revision, "sha256:") || len(c.Revision) != len("sha256:")+64 {
@@ -88,21 +90,21 @@ func TestChangesStagedUnstagedUntracked(t *testing.T) {
 	if again := review(t, Options{}, dir); again.Revision != c.Revision {
 		t.Error("revision not stable")
 	}
-	write(t, dir, "dir/untracked.txt", "x\nY")
+	testutil.WriteFile(t, dir, "dir/untracked.txt", "x\nY")
 	if again := review(t, Options{}, dir); again.Revision == c.Revision {
 		t.Error("revision unchanged after editing an untracked file")
 	}
 }
 
 func TestChangesRename(t *testing.T) {
-	dir := newRepo(t)
+	dir := testutil.NewRepo(t)
 	var body strings.Builder
 	for i := range 20 {
 		body.WriteString(strings.Repeat("line ", i+1) + "\n")
 	}
-	write(t, dir, "old name.txt", body.String())
+	testutil.WriteFile(t, dir, "old name.txt", body.String())
 	commitAll(t, dir)
-	git(t, dir, "mv", "old name.txt", "new name.txt")
+	testutil.Git(t, dir, "mv", "old name.txt", "new name.txt")
 
 	c := review(t, Options{}, dir)
 	checkFiles(t, c.Files, []FileChange{
@@ -115,11 +117,11 @@ func TestChangesRename(t *testing.T) {
 }
 
 func TestChangesBinary(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "blob.bin", "a\x00b")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "blob.bin", "a\x00b")
 	commitAll(t, dir)
-	write(t, dir, "blob.bin", "a\x00c")
-	write(t, dir, "new.bin", "\x00\x01\x02")
+	testutil.WriteFile(t, dir, "blob.bin", "a\x00c")
+	testutil.WriteFile(t, dir, "new.bin", "\x00\x01\x02")
 
 	c := review(t, Options{}, dir)
 	checkFiles(t, c.Files, []FileChange{
@@ -138,12 +140,12 @@ func TestChangesBinary(t *testing.T) {
 }
 
 func TestChangesUntrackedKinds(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "base.txt", "base\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "base.txt", "base\n")
 	commitAll(t, dir)
-	write(t, dir, "empty", "")
-	write(t, dir, "crlf.txt", "a\r\nb\r\n")
-	write(t, dir, "run.sh", "#!/bin/sh\n")
+	testutil.WriteFile(t, dir, "empty", "")
+	testutil.WriteFile(t, dir, "crlf.txt", "a\r\nb\r\n")
+	testutil.WriteFile(t, dir, "run.sh", "#!/bin/sh\n")
 	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +159,8 @@ func TestChangesUntrackedKinds(t *testing.T) {
 	if err := os.Mkdir(nested, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, nested, "init", "-q")
-	write(t, nested, "inner.txt", "inner\n")
+	testutil.Git(t, nested, "init", "-q")
+	testutil.WriteFile(t, nested, "inner.txt", "inner\n")
 
 	c := review(t, Options{}, dir)
 	var paths []string
@@ -182,16 +184,16 @@ func TestChangesUntrackedKinds(t *testing.T) {
 }
 
 func TestChangesSpecialPaths(t *testing.T) {
-	dir := newRepo(t)
+	dir := testutil.NewRepo(t)
 	names := []string{"with space.txt", "ünïcødé ✓.txt", "new\nline.txt", "tab\there.txt", `quote"back\slash.txt`}
 	for _, n := range names {
-		write(t, dir, n, "before\n")
+		testutil.WriteFile(t, dir, n, "before\n")
 	}
 	commitAll(t, dir)
 	var want []FileChange
 	for _, n := range names {
-		write(t, dir, n, "after\n")
-		write(t, dir, "u "+n, "untracked\n")
+		testutil.WriteFile(t, dir, n, "after\n")
+		testutil.WriteFile(t, dir, "u "+n, "untracked\n")
 		want = append(want,
 			FileChange{Path: n, Status: "modified", Unstaged: true, Added: 1, Removed: 1},
 			FileChange{Path: "u " + n, Status: "untracked", Added: 1})
@@ -214,10 +216,10 @@ func TestChangesSpecialPaths(t *testing.T) {
 }
 
 func TestChangesNoCommits(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "staged.txt", "s1\ns2\n")
-	git(t, dir, "add", "staged.txt")
-	write(t, dir, "untracked.txt", "u\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "staged.txt", "s1\ns2\n")
+	testutil.Git(t, dir, "add", "staged.txt")
+	testutil.WriteFile(t, dir, "untracked.txt", "u\n")
 
 	c := review(t, Options{}, dir)
 	if c.Head != "" {
@@ -237,16 +239,16 @@ func TestChangesSHA256NoCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "init", "-q", "--object-format=sha256")
-	write(t, dir, "a.txt", "a\n")
-	git(t, dir, "add", "a.txt")
+	testutil.Git(t, dir, "init", "-q", "--object-format=sha256")
+	testutil.WriteFile(t, dir, "a.txt", "a\n")
+	testutil.Git(t, dir, "add", "a.txt")
 	c := review(t, Options{}, dir)
 	checkFiles(t, c.Files, []FileChange{{Path: "a.txt", Status: "added", Staged: true, Added: 1}})
 }
 
 func TestChangesCleanRepository(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "a.txt", "a\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "a\n")
 	commitAll(t, dir)
 	c := review(t, Options{}, dir)
 	if len(c.Files) != 0 || c.Diff != "" || c.Truncated {
@@ -258,8 +260,8 @@ func TestChangesCleanRepository(t *testing.T) {
 }
 
 func TestChangesRootErrors(t *testing.T) {
-	repo := newRepo(t)
-	write(t, repo, "sub/file.txt", "x\n")
+	repo := testutil.NewRepo(t)
+	testutil.WriteFile(t, repo, "sub/file.txt", "x\n")
 	commitAll(t, repo)
 	plain := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
@@ -310,18 +312,18 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := newRepo(t)
-			write(t, dir, "a.txt", "a\n")
+			dir := testutil.NewRepo(t)
+			testutil.WriteFile(t, dir, "a.txt", "a\n")
 			commitAll(t, dir)
 			for _, kv := range tt.config {
-				git(t, dir, "config", kv[0], kv[1])
+				testutil.Git(t, dir, "config", kv[0], kv[1])
 			}
 			if tt.attrs != "" {
-				write(t, dir, ".gitattributes", tt.attrs)
+				testutil.WriteFile(t, dir, ".gitattributes", tt.attrs)
 			}
 			// A changed mtime makes diff-files hash the file through its
 			// clean filter.
-			write(t, dir, "a.txt", "b\n")
+			testutil.WriteFile(t, dir, "a.txt", "b\n")
 			future := time.Now().Add(time.Hour)
 			if err := os.Chtimes(filepath.Join(dir, "a.txt"), future, future); err != nil {
 				t.Fatal(err)
@@ -341,12 +343,12 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 	}
 
 	t.Run("included config", func(t *testing.T) {
-		dir := newRepo(t)
-		write(t, dir, "a.txt", "a\n")
+		dir := testutil.NewRepo(t)
+		testutil.WriteFile(t, dir, "a.txt", "a\n")
 		commitAll(t, dir)
-		write(t, dir, ".git/extra.config", "[filter \"evil\"]\n\tclean = sh -c 'touch MARKER; cat'\n")
-		git(t, dir, "config", "include.path", "extra.config")
-		write(t, dir, ".gitattributes", "* filter=evil\n")
+		testutil.WriteFile(t, dir, ".git/extra.config", "[filter \"evil\"]\n\tclean = sh -c 'touch MARKER; cat'\n")
+		testutil.Git(t, dir, "config", "include.path", "extra.config")
+		testutil.WriteFile(t, dir, ".gitattributes", "* filter=evil\n")
 		if _, err := New(Options{}).Changes(context.Background(), dir); !errors.Is(err, ErrUnsafeFilters) {
 			t.Fatalf("err = %v, want ErrUnsafeFilters", err)
 		}
@@ -354,13 +356,13 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 
 	// The setup is live: ordinary git status runs the filter.
 	t.Run("control", func(t *testing.T) {
-		dir := newRepo(t)
-		write(t, dir, "a.txt", "a\n")
+		dir := testutil.NewRepo(t)
+		testutil.WriteFile(t, dir, "a.txt", "a\n")
 		commitAll(t, dir)
-		git(t, dir, "config", "filter.evil.clean", "sh -c 'touch MARKER; cat'")
-		write(t, dir, ".gitattributes", "* filter=evil\n")
-		write(t, dir, "a.txt", "b\n")
-		git(t, dir, "status", "--short")
+		testutil.Git(t, dir, "config", "filter.evil.clean", "sh -c 'touch MARKER; cat'")
+		testutil.WriteFile(t, dir, ".gitattributes", "* filter=evil\n")
+		testutil.WriteFile(t, dir, "a.txt", "b\n")
+		testutil.Git(t, dir, "status", "--short")
 		if _, err := os.Lstat(filepath.Join(dir, "MARKER")); err != nil {
 			t.Fatalf("control: filter did not run: %v", err)
 		}
@@ -368,15 +370,15 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 }
 
 func TestChangesIgnoresInheritedGitEnvironment(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "a.txt", "a\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "a\n")
 	commitAll(t, dir)
-	write(t, dir, "a.txt", "b\n")
-	write(t, dir, "u.txt", "u\n")
+	testutil.WriteFile(t, dir, "a.txt", "b\n")
+	testutil.WriteFile(t, dir, "u.txt", "u\n")
 	want := review(t, Options{}, dir)
 
-	other := newRepo(t)
-	write(t, other, "x.txt", "x\n")
+	other := testutil.NewRepo(t)
+	testutil.WriteFile(t, other, "x.txt", "x\n")
 	commitAll(t, other)
 	marker := filepath.Join(t.TempDir(), "MARKER")
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
@@ -399,9 +401,9 @@ func TestChangesIgnoresInheritedGitEnvironment(t *testing.T) {
 }
 
 func TestChangesLeavesIndexUntouched(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, "touched.txt", "same\n")
-	write(t, dir, "changed.txt", "old\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "touched.txt", "same\n")
+	testutil.WriteFile(t, dir, "changed.txt", "old\n")
 	commitAll(t, dir)
 	// Stat-dirty but unchanged: porcelain diff/status would refresh and
 	// rewrite the index here.
@@ -409,8 +411,8 @@ func TestChangesLeavesIndexUntouched(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "touched.txt"), future, future); err != nil {
 		t.Fatal(err)
 	}
-	write(t, dir, "changed.txt", "new\n")
-	write(t, dir, "u.txt", "u\n")
+	testutil.WriteFile(t, dir, "changed.txt", "new\n")
+	testutil.WriteFile(t, dir, "u.txt", "u\n")
 
 	index := filepath.Join(dir, ".git", "index")
 	before, err := os.ReadFile(index)
@@ -451,12 +453,12 @@ func TestChangesLeavesIndexUntouched(t *testing.T) {
 
 func TestChangesTruncation(t *testing.T) {
 	t.Run("huge untracked file", func(t *testing.T) {
-		dir := newRepo(t)
-		write(t, dir, "a.txt", "a\n")
+		dir := testutil.NewRepo(t)
+		testutil.WriteFile(t, dir, "a.txt", "a\n")
 		commitAll(t, dir)
-		write(t, dir, "a.txt", "b\n")
-		write(t, dir, "huge.txt", strings.Repeat("0123456789abcdef\n", 1<<18)) // 4.25 MiB
-		write(t, dir, "later.txt", "later\n")
+		testutil.WriteFile(t, dir, "a.txt", "b\n")
+		testutil.WriteFile(t, dir, "huge.txt", strings.Repeat("0123456789abcdef\n", 1<<18)) // 4.25 MiB
+		testutil.WriteFile(t, dir, "later.txt", "later\n")
 
 		const limit = 64 << 10
 		c := review(t, Options{MaxDiffBytes: limit}, dir)
@@ -492,10 +494,10 @@ func TestChangesTruncation(t *testing.T) {
 	})
 
 	t.Run("huge tracked change", func(t *testing.T) {
-		dir := newRepo(t)
-		write(t, dir, "big.txt", "x\n")
+		dir := testutil.NewRepo(t)
+		testutil.WriteFile(t, dir, "big.txt", "x\n")
 		commitAll(t, dir)
-		write(t, dir, "big.txt", strings.Repeat("line of text\n", 100000))
+		testutil.WriteFile(t, dir, "big.txt", strings.Repeat("line of text\n", 100000))
 		c := review(t, Options{MaxDiffBytes: 10000}, dir)
 		if !c.Truncated || len(c.Diff) > 10000 || !strings.HasSuffix(c.Diff, "\n") {
 			t.Errorf("truncated=%v len=%d", c.Truncated, len(c.Diff))
@@ -504,9 +506,9 @@ func TestChangesTruncation(t *testing.T) {
 	})
 
 	t.Run("max files", func(t *testing.T) {
-		dir := newRepo(t)
+		dir := testutil.NewRepo(t)
 		for _, n := range []string{"a", "b", "c", "d"} {
-			write(t, dir, n, n+"\n")
+			testutil.WriteFile(t, dir, n, n+"\n")
 		}
 		c := review(t, Options{MaxFiles: 2}, dir)
 		if !c.Truncated || len(c.Files) != 2 {
@@ -516,13 +518,13 @@ func TestChangesTruncation(t *testing.T) {
 }
 
 func TestChangesWithhold(t *testing.T) {
-	dir := newRepo(t)
-	write(t, dir, ".env", "TOKEN=old\n")
-	write(t, dir, "app.go", "package app\n")
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, ".env", "TOKEN=old\n")
+	testutil.WriteFile(t, dir, "app.go", "package app\n")
 	commitAll(t, dir)
-	write(t, dir, ".env", "TOKEN=new-secret\n")
-	write(t, dir, "app.go", "package app // edited\n")
-	write(t, dir, "keys/id.pem", "-----BEGIN PRIVATE KEY-----\nsecret\n")
+	testutil.WriteFile(t, dir, ".env", "TOKEN=new-secret\n")
+	testutil.WriteFile(t, dir, "app.go", "package app // edited\n")
+	testutil.WriteFile(t, dir, "keys/id.pem", "-----BEGIN PRIVATE KEY-----\nsecret\n")
 
 	withhold := func(p string) bool { return p == ".env" || strings.HasSuffix(p, ".pem") }
 	c := review(t, Options{Withhold: withhold}, dir)
@@ -548,7 +550,7 @@ func TestChangesWithhold(t *testing.T) {
 }
 
 func TestChangesTimeoutKillsGit(t *testing.T) {
-	dir := newRepo(t)
+	dir := testutil.NewRepo(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	fake := filepath.Join(t.TempDir(), "git")
 	script := "#!/bin/sh\nsleep 30 &\necho $! > " + pidFile + "\nwait\n"
@@ -585,7 +587,7 @@ func TestChangesTimeoutKillsGit(t *testing.T) {
 }
 
 func TestChangesGitMissing(t *testing.T) {
-	dir := newRepo(t)
+	dir := testutil.NewRepo(t)
 	_, err := New(Options{Git: filepath.Join(t.TempDir(), "no-git")}).Changes(context.Background(), dir)
 	if !errors.Is(err, ErrGit) {
 		t.Fatalf("err = %v, want ErrGit", err)
@@ -613,11 +615,11 @@ func TestChangesNeutralizesRepositoryHelpers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := newRepo(t)
-			write(t, dir, "a.txt", "a\n")
+			dir := testutil.NewRepo(t)
+			testutil.WriteFile(t, dir, "a.txt", "a\n")
 			commitAll(t, dir)
-			write(t, dir, "a.txt", "b\n")
-			git(t, dir, "config", tt.key, "sh -c 'touch MARKER' --")
+			testutil.WriteFile(t, dir, "a.txt", "b\n")
+			testutil.Git(t, dir, "config", tt.key, "sh -c 'touch MARKER' --")
 			marker := filepath.Join(dir, "MARKER")
 
 			c := review(t, Options{}, dir)
@@ -625,7 +627,7 @@ func TestChangesNeutralizesRepositoryHelpers(t *testing.T) {
 			if _, err := os.Lstat(marker); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("%s ran during review", tt.key)
 			}
-			git(t, dir, tt.control...)
+			testutil.Git(t, dir, tt.control...)
 			if _, err := os.Lstat(marker); err != nil {
 				t.Fatalf("control: plain git did not run %s: %v", tt.key, err)
 			}

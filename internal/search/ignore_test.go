@@ -2,11 +2,12 @@ package search
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestIgnoreRules(t *testing.T) {
@@ -86,9 +87,6 @@ func TestIgnoreNestedPrecedence(t *testing.T) {
 // TestIgnoreAgainstGit compares the walk with `git ls-files --others
 // --exclude-standard` (what Git does not ignore) on one tree.
 func TestIgnoreAgainstGit(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
 	files := map[string]string{
 		".gitignore": "*.o\n!important.o\n/out/\ntmp*/\ndocs/**/draft*\nlib/*.gen.go\n**/cache\n*.swp\n!/keep.swp\n",
 		"a.o":        "", "important.o": "", "x/b.o": "", "x/important.o": "", "out/a": "", "x/out/a": "",
@@ -99,14 +97,7 @@ func TestIgnoreAgainstGit(t *testing.T) {
 	}
 	dir := makeTree(t, files)
 	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "core.excludesFile=/dev/null"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return testutil.Git(t, dir, append([]string{"-c", "core.excludesFile=/dev/null"}, args...)...)
 	}
 	git("init", "-q")
 	os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("x/important.o\n"), 0o644)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // storeFiles lists the files of the execution's snapshot directory.
@@ -79,11 +80,11 @@ const (
 )
 
 func TestPackPerRecordAndDedup(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "a\n"}, "b.txt": {content: "b\n", mode: 0o755}}, Options{})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}, "b.txt": {Content: "b\n", Mode: 0o755}}, Options{})
 	const forth = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Update File: b.txt\n@@\n-b\n+bb\n*** End Patch"
-	treeA := treeOf(t, e.dir)
+	treeA := testutil.Tree(t, e.dir)
 	e.apply("op1", forth, patch.Options{})
-	treeB := treeOf(t, e.dir)
+	treeB := testutil.Tree(t, e.dir)
 	if got, want := e.storeFiles(), []string{"manifest-00000000000000000001.json", pack1}; !cmp.Equal(got, want) {
 		t.Fatalf("after op1: %q, want %q (one pack for four contents)", got, want)
 	}
@@ -116,10 +117,10 @@ func TestPackPerRecordAndDedup(t *testing.T) {
 }
 
 func TestPackDeletedWhenUnreferenced(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "a\n"}}, Options{MaxPerExecution: 2})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}}, Options{MaxPerExecution: 2})
 	e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch", patch.Options{})
 	e.apply("op2", "*** Begin Patch\n*** Update File: a.txt\n@@\n-A\n+a\n*** End Patch", patch.Options{}) // only pack1
-	treeOp2 := treeOf(t, e.dir)
+	treeOp2 := testutil.Tree(t, e.dir)
 	e.apply("op3", addPatch("b.txt", 100), patch.Options{})
 	// op1 is dropped, but op2 still reads both its contents from pack1.
 	if _, err := e.store.Get(e.exec, "op1"); !errors.Is(err, ErrNotFound) {
@@ -149,7 +150,7 @@ func fixedClock() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestSharedPackOverBoundNotReused(t *testing.T) {
 	// Manifests here are ~800 bytes.
-	e := newEnv(t, map[string]tfile{"small.txt": {content: "s\n"}}, Options{PerExecutionBytes: 5000, Now: fixedClock})
+	e := newEnv(t, map[string]testutil.File{"small.txt": {Content: "s\n"}}, Options{PerExecutionBytes: 5000, Now: fixedClock})
 	e.apply("op1", "*** Begin Patch\n*** Update File: small.txt\n@@\n-s\n+t\n*** Add File: big.txt\n+"+strings.Repeat("x", 4000)+"\n*** End Patch", patch.Options{})
 	// Referencing small.txt's content in pack1 would keep pack1's 4,000
 	// bytes alive and op2 over the bound with it: op2 stores its own copy.
@@ -165,7 +166,7 @@ func TestSharedPackOverBoundNotReused(t *testing.T) {
 	}
 	e.checkDisk("after op2")
 	e.mustUndo("op2", false)
-	if got := treeOf(t, e.dir)["small.txt"]; got != `file -rw-r--r-- "t\n"` {
+	if got := testutil.Tree(t, e.dir)["small.txt"]; got != `file -rw-r--r-- "t\n"` {
 		t.Errorf("small.txt after undo: %s", got)
 	}
 }
@@ -213,7 +214,7 @@ func TestCorruptPackNeverRestored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, map[string]tfile{"a.txt": {content: "alpha\n"}}, Options{})
+			e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "alpha\n"}}, Options{})
 			e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Add File: d/b.txt\n+beta\n*** End Patch", patch.Options{})
 			tt.damage(t, filepath.Join(e.storeDir, execDir(e.exec), pack1))
 			if tt.reopen {
@@ -221,7 +222,7 @@ func TestCorruptPackNeverRestored(t *testing.T) {
 				e.store = openStore(t, Options{Dir: e.storeDir})
 				e.checkDisk("after reopen")
 			}
-			after := treeOf(t, e.dir)
+			after := testutil.Tree(t, e.dir)
 			snap, err := e.store.Get(e.exec, "op1")
 			if err != nil || snap.NotUndoable != ReasonIncomplete || len(snap.Files) != 0 || len(snap.CreatedDirs) != 0 {
 				t.Fatalf("Get = %+v, %v; want an incomplete stub", snap, err)
@@ -235,7 +236,7 @@ func TestCorruptPackNeverRestored(t *testing.T) {
 }
 
 func TestReopenAfterCrashMidRecord(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "a\n"}}, Options{})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}}, Options{})
 	e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch", patch.Options{})
 	want1, err := e.store.Get(e.exec, "op1")
 	if err != nil {
@@ -251,9 +252,9 @@ func TestReopenAfterCrashMidRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// And a manifest of the first format, which is not read.
-	writeTree(t, execPath, map[string]tfile{
-		pack3 + ".tmp-0123456789ab":          {content: "partial"},
-		"manifest-00000000000000000005.json": {content: `{"version":1,"executionId":"exe_1","opId":"old","seq":5,"files":[]}`},
+	testutil.WriteTree(t, execPath, map[string]testutil.File{
+		pack3 + ".tmp-0123456789ab":          {Content: "partial"},
+		"manifest-00000000000000000005.json": {Content: `{"version":1,"executionId":"exe_1","opId":"old","seq":5,"files":[]}`},
 	})
 	e.store.Close()
 

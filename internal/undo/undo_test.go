@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,110 +16,15 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-type tfile struct {
-	content string
-	mode    fs.FileMode // 0 means 0644
-}
-
-func writeTree(t *testing.T, dir string, files map[string]tfile) {
-	t.Helper()
-	for name, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := f.mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		if err := os.WriteFile(p, []byte(f.content), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// treeOf renders every entry under dir with its mode and exact content.
-func treeOf(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "link " + target
-		case d.IsDir():
-			out[rel] = fmt.Sprintf("dir %v", info.Mode())
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("file %v %q", info.Mode(), b)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// resolver resolves symlinks inside root, as the files package does.
+// resolver resolves symlinks inside root as apply_patch's snapshot does
+// (mcpserver's snapshotResolver).
 func resolver(root *os.Root) Resolver {
 	return func(rel string) (string, error) {
-		todo := strings.Split(rel, "/")
-		var done []string
-		for links := 0; len(todo) > 0; {
-			name := todo[0]
-			todo = todo[1:]
-			switch name {
-			case "", ".":
-				continue
-			case "..":
-				if len(done) == 0 {
-					return "", &project.PathError{Reason: project.ReasonSymlink}
-				}
-				done = done[:len(done)-1]
-				continue
-			}
-			p := path.Join(append(done, name)...)
-			fi, err := root.Lstat(p)
-			if err != nil {
-				return "", err
-			}
-			if fi.Mode()&fs.ModeSymlink != 0 {
-				if links++; links > 8 {
-					return "", syscall.ELOOP
-				}
-				target, err := root.Readlink(p)
-				if err != nil {
-					return "", err
-				}
-				if path.IsAbs(target) {
-					return "", &project.PathError{Reason: project.ReasonSymlink}
-				}
-				todo = append(strings.Split(target, "/"), todo...)
-				continue
-			}
-			done = append(done, name)
-		}
-		if len(done) == 0 {
-			return ".", nil
-		}
-		return path.Join(done...), nil
+		real, _, err := project.RealPath(root, rel)
+		return real, err
 	}
 }
 
@@ -135,10 +39,10 @@ type env struct {
 	exec     string
 }
 
-func newEnv(t *testing.T, tree map[string]tfile, opts Options) *env {
+func newEnv(t *testing.T, tree map[string]testutil.File, opts Options) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), storeDir: t.TempDir(), exec: "exe_1"}
-	writeTree(t, e.dir, tree)
+	testutil.WriteTree(t, e.dir, tree)
 	root, err := os.OpenRoot(e.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -224,21 +128,21 @@ func (e *env) mustUndo(opID string, redo bool) *patch.Result {
 
 func (e *env) same(what string, want map[string]string) {
 	e.t.Helper()
-	if diff := cmp.Diff(want, treeOf(e.t, e.dir)); diff != "" {
+	if diff := cmp.Diff(want, testutil.Tree(e.t, e.dir)); diff != "" {
 		e.t.Errorf("%s: tree (-want +got):\n%s", what, diff)
 	}
 }
 
 func TestUndoRedoRoundTrip(t *testing.T) {
-	tree := map[string]tfile{
-		"crlf.txt":       {content: "one\r\ntwo\r\nthree\r\n"},
-		"tail.txt":       {content: "first\nlast"},
-		"bin/run.sh":     {content: "#!/bin/sh\necho hi\n", mode: 0o755},
-		"old/name.txt":   {content: "x\r\ny", mode: 0o600},
-		"old/keep.txt":   {content: "keep\n"},
-		"gone.sh":        {content: "#!/bin/sh\nexit 0\n", mode: 0o750},
-		"dst/target.txt": {content: "replaced\n", mode: 0o640},
-		"src/m.txt":      {content: "m\n", mode: 0o711},
+	tree := map[string]testutil.File{
+		"crlf.txt":       {Content: "one\r\ntwo\r\nthree\r\n"},
+		"tail.txt":       {Content: "first\nlast"},
+		"bin/run.sh":     {Content: "#!/bin/sh\necho hi\n", Mode: 0o755},
+		"old/name.txt":   {Content: "x\r\ny", Mode: 0o600},
+		"old/keep.txt":   {Content: "keep\n"},
+		"gone.sh":        {Content: "#!/bin/sh\nexit 0\n", Mode: 0o750},
+		"dst/target.txt": {Content: "replaced\n", Mode: 0o640},
+		"src/m.txt":      {Content: "m\n", Mode: 0o711},
 	}
 	tests := []struct {
 		name  string
@@ -293,9 +197,9 @@ func TestUndoRedoRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tree, Options{})
-			before := treeOf(t, e.dir)
+			before := testutil.Tree(t, e.dir)
 			res := e.apply("op1", tt.patch, patch.Options{})
-			after := treeOf(t, e.dir)
+			after := testutil.Tree(t, e.dir)
 			if tt.check != nil {
 				tt.check(t, e, res)
 			}
@@ -316,10 +220,10 @@ func TestUndoRedoRoundTrip(t *testing.T) {
 }
 
 func TestUndoConflictAfterExternalEdit(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "a\n"}, "b.txt": {content: "b\n"}}, Options{})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}, "b.txt": {Content: "b\n"}}, Options{})
 	e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Update File: b.txt\n@@\n-b\n+B\n*** Add File: c/new.txt\n+c\n*** End Patch", patch.Options{})
-	writeTree(t, e.dir, map[string]tfile{"b.txt": {content: "edited by someone else\n"}})
-	edited := treeOf(t, e.dir)
+	testutil.WriteTree(t, e.dir, map[string]testutil.File{"b.txt": {Content: "edited by someone else\n"}})
+	edited := testutil.Tree(t, e.dir)
 	_, err := e.undo("op1", false, patch.Options{})
 	var rc *patch.RestoreConflict
 	if !errors.As(err, &rc) || !errors.Is(err, patch.ErrUndoConflict) {
@@ -339,9 +243,9 @@ func TestUndoFaultMidRestoreLeavesTree(t *testing.T) {
 	injected := errors.New("injected fault")
 	for step := 0; step < 4; step++ { // restore a.txt, old/m.txt; remove c/new.txt, dst/m.txt
 		t.Run(fmt.Sprint(step), func(t *testing.T) {
-			e := newEnv(t, map[string]tfile{"a.txt": {content: "a\r\n", mode: 0o755}, "old/m.txt": {content: "m"}}, Options{})
+			e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\r\n", Mode: 0o755}, "old/m.txt": {Content: "m"}}, Options{})
 			e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: c/new.txt\n+c\n*** Update File: old/m.txt\n*** Move to: dst/m.txt\n*** End Patch", patch.Options{})
-			after := treeOf(t, e.dir)
+			after := testutil.Tree(t, e.dir)
 			hooks := &patch.Hooks{BeforeRename: func(i int, _ string) error {
 				if i == step {
 					return injected
@@ -365,16 +269,16 @@ func TestSensitiveNeverSnapshotted(t *testing.T) {
 	const secret = "SUPERSECRET-7f3a"
 	tests := []struct {
 		name  string
-		tree  map[string]tfile
+		tree  map[string]testutil.File
 		link  [2]string // symlink name → target, optional
 		patch string
 		opts  patch.Options
 	}{
-		{"dotenv", map[string]tfile{"a.txt": {content: "a\n"}}, [2]string{},
+		{"dotenv", map[string]testutil.File{"a.txt": {Content: "a\n"}}, [2]string{},
 			"*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: .env\n+TOKEN=" + secret + "\n*** End Patch",
 			patch.Options{AllowSensitive: true}},
 		// Apply refuses keys/config without AllowSensitive, on its real path.
-		{"real path under .ssh", map[string]tfile{".ssh/config": {content: "Host x\n"}}, [2]string{"keys", ".ssh"},
+		{"real path under .ssh", map[string]testutil.File{".ssh/config": {Content: "Host x\n"}}, [2]string{"keys", ".ssh"},
 			"*** Begin Patch\n*** Update File: keys/config\n@@\n-Host x\n+IdentityFile " + secret + "\n*** End Patch",
 			patch.Options{AllowSensitive: true}},
 	}
@@ -404,7 +308,7 @@ func TestSensitiveNeverSnapshotted(t *testing.T) {
 			if err != nil || snap.NotUndoable != ReasonSensitive || len(snap.Files) != 0 {
 				t.Fatalf("Latest = %+v, %v; want a sensitive stub", snap, err)
 			}
-			before := treeOf(t, e.dir)
+			before := testutil.Tree(t, e.dir)
 			if _, err := e.undo("", false, patch.Options{AllowSensitive: true}); !errors.Is(err, ErrNotUndoable) {
 				t.Errorf("undo error = %v, want ErrNotUndoable", err)
 			}
@@ -412,7 +316,7 @@ func TestSensitiveNeverSnapshotted(t *testing.T) {
 		})
 	}
 	t.Run("unresolvable path counts as sensitive", func(t *testing.T) {
-		e := newEnv(t, map[string]tfile{"a.txt": {content: "a\n"}}, Options{})
+		e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}}, Options{})
 		res, err := patch.Apply(context.Background(), e.root, mustParse(t, "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch"),
 			map[string]patch.Precondition{"b.txt": {Set: true, MustNotExist: true}}, patch.Options{})
 		if err != nil {
@@ -543,7 +447,7 @@ func countFiles(t *testing.T, dir, prefix string) int {
 }
 
 func TestOtherExecutionAndNext(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "0\n"}}, Options{})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "0\n"}}, Options{})
 	for i := 1; i <= 3; i++ {
 		e.apply(fmt.Sprint("op", i), fmt.Sprintf("*** Begin Patch\n*** Update File: a.txt\n@@\n-%d\n+%d\n*** End Patch", i-1, i), patch.Options{})
 	}
@@ -580,7 +484,7 @@ func TestOtherExecutionAndNext(t *testing.T) {
 }
 
 func TestStoreSurvivesReopen(t *testing.T) {
-	e := newEnv(t, map[string]tfile{"a.txt": {content: "a\r\n", mode: 0o755}}, Options{})
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\r\n", Mode: 0o755}}, Options{})
 	e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: d/b.txt\n+b\n*** End Patch", patch.Options{})
 	e.apply("op2", "*** Begin Patch\n*** Update File: a.txt\n@@\n-A\n+AA\n*** End Patch", patch.Options{})
 	e.mustUndo("op2", false)
@@ -593,10 +497,10 @@ func TestStoreSurvivesReopen(t *testing.T) {
 	// Leftovers of a crash: a temp manifest, an unreferenced pack, and
 	// a content of the first format (one file per content).
 	execPath := filepath.Join(e.storeDir, execDir(e.exec))
-	writeTree(t, execPath, map[string]tfile{
-		"manifest-00000000000000000003.json.tmp-abc": {content: "{"},
-		"pack-00000000000000000009":                  {content: "orphan"},
-		"blobs/" + strings.Repeat("0", 64):           {content: "orphan"},
+	testutil.WriteTree(t, execPath, map[string]testutil.File{
+		"manifest-00000000000000000003.json.tmp-abc": {Content: "{"},
+		"pack-00000000000000000009":                  {Content: "orphan"},
+		"blobs/" + strings.Repeat("0", 64):           {Content: "orphan"},
 	})
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)

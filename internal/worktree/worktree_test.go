@@ -14,16 +14,17 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestEligible(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
-	write(t, repo, "sub/b.txt", "b\n")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "sub")
+	testutil.WriteFile(t, repo, "sub/b.txt", "b\n")
+	testutil.Git(t, repo, "add", "-A")
+	testutil.Git(t, repo, "commit", "-q", "-m", "sub")
 	unsafe := newRepo(t, true)
-	git(t, unsafe, "config", "filter.lfs.smudge", "touch /tmp/pwned")
+	testutil.Git(t, unsafe, "config", "filter.lfs.smudge", "touch /tmp/pwned")
 
 	tests := []struct {
 		name string
@@ -61,7 +62,7 @@ func TestEligible(t *testing.T) {
 func TestCreateIsIdempotent(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
-	head := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	head := strings.TrimSpace(testutil.Git(t, repo, "rev-parse", "HEAD"))
 
 	wt, err := m.Create(t.Context(), repo, "exec-1")
 	if err != nil {
@@ -72,7 +73,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 		!strings.HasPrefix(wt.Path, m.dir+string(filepath.Separator)) {
 		t.Errorf("Create = %+v (HEAD %s)", wt, head)
 	}
-	if got := strings.TrimSpace(git(t, wt.Path, "rev-parse", "--abbrev-ref", "HEAD")); got != wt.Branch {
+	if got := strings.TrimSpace(testutil.Git(t, wt.Path, "rev-parse", "--abbrev-ref", "HEAD")); got != wt.Branch {
 		t.Errorf("worktree on %q, want %q", got, wt.Branch)
 	}
 	info, err := os.Stat(filepath.Dir(wt.Path))
@@ -81,8 +82,8 @@ func TestCreateIsIdempotent(t *testing.T) {
 	}
 
 	// A new commit in the source does not change the replay.
-	write(t, repo, "a.txt", "two\n")
-	git(t, repo, "commit", "-q", "-am", "second")
+	testutil.WriteFile(t, repo, "a.txt", "two\n")
+	testutil.Git(t, repo, "commit", "-q", "-am", "second")
 	again, err := m.Create(t.Context(), repo, "exec-1")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestCreateIsIdempotent(t *testing.T) {
 	if paths := worktreePaths(t, repo); !slices.Equal(paths, []string{repo, wt.Path}) {
 		t.Errorf("worktrees = %q", paths)
 	}
-	if branches := lines(git(t, repo, "branch", "--list", "devspace/*")); len(branches) != 1 {
+	if branches := lines(testutil.Git(t, repo, "branch", "--list", "devspace/*")); len(branches) != 1 {
 		t.Errorf("branches = %q", branches)
 	}
 	if _, err := m.Get(t.Context(), repo, "other"); !errors.Is(err, ErrNotFound) {
@@ -150,15 +151,15 @@ func TestWorktreeLeavesSourceUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, wt.Path, "new.txt", "made in the worktree\n")
-	write(t, wt.Path, "a.txt", "changed\n")
+	testutil.WriteFile(t, wt.Path, "new.txt", "made in the worktree\n")
+	testutil.WriteFile(t, wt.Path, "a.txt", "changed\n")
 	if exists(filepath.Join(repo, "new.txt")) {
 		t.Error("new.txt appeared in the source")
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "one\n" {
 		t.Errorf("source a.txt = %q", b)
 	}
-	if st := git(t, repo, "status", "--porcelain"); st != "" {
+	if st := testutil.Git(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("source status = %q", st)
 	}
 }
@@ -170,7 +171,7 @@ func TestDirty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	index := filepath.Join(strings.TrimSpace(git(t, wt.Path, "rev-parse", "--absolute-git-dir")), "index")
+	index := filepath.Join(strings.TrimSpace(testutil.Git(t, wt.Path, "rev-parse", "--absolute-git-dir")), "index")
 	check := func(step string, want bool) {
 		t.Helper()
 		got, err := m.Dirty(t.Context(), wt)
@@ -183,7 +184,7 @@ func TestDirty(t *testing.T) {
 	}
 
 	check("fresh", false)
-	write(t, wt.Path, "ignored.log", "noise\n")
+	testutil.WriteFile(t, wt.Path, "ignored.log", "noise\n")
 	check("ignored file", false)
 	if err := os.Mkdir(filepath.Join(wt.Path, "empty"), 0o755); err != nil {
 		t.Fatal(err)
@@ -202,13 +203,13 @@ func TestDirty(t *testing.T) {
 		t.Error("Dirty rewrote the index")
 	}
 
-	write(t, wt.Path, "a.txt", "two\n")
+	testutil.WriteFile(t, wt.Path, "a.txt", "two\n")
 	check("modified", true)
-	git(t, wt.Path, "add", "a.txt")
+	testutil.Git(t, wt.Path, "add", "a.txt")
 	check("staged", true)
-	git(t, wt.Path, "commit", "-q", "-m", "in worktree")
+	testutil.Git(t, wt.Path, "commit", "-q", "-m", "in worktree")
 	check("committed", false)
-	write(t, wt.Path, "dir/untracked.txt", "x\n")
+	testutil.WriteFile(t, wt.Path, "dir/untracked.txt", "x\n")
 	check("untracked", true)
 	if err := os.RemoveAll(filepath.Join(wt.Path, "dir")); err != nil {
 		t.Fatal(err)
@@ -231,10 +232,10 @@ func TestRemove(t *testing.T) {
 		name string
 		do   func()
 	}{
-		{"modified", func() { write(t, wt.Path, "a.txt", "dirty\n") }},
+		{"modified", func() { testutil.WriteFile(t, wt.Path, "a.txt", "dirty\n") }},
 		{"untracked", func() {
-			git(t, wt.Path, "checkout", "--", "a.txt")
-			write(t, wt.Path, "new.txt", "x\n")
+			testutil.Git(t, wt.Path, "checkout", "--", "a.txt")
+			testutil.WriteFile(t, wt.Path, "new.txt", "x\n")
 		}},
 	} {
 		step.do()
@@ -249,14 +250,14 @@ func TestRemove(t *testing.T) {
 	if err := os.Remove(filepath.Join(wt.Path, "new.txt")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, wt.Path, "kept.log", "ignored files go with the worktree\n")
+	testutil.WriteFile(t, wt.Path, "kept.log", "ignored files go with the worktree\n")
 	if err := m.Remove(t.Context(), repo, wt); err != nil {
 		t.Fatalf("Remove clean: %v", err)
 	}
 	if exists(wt.Path) {
 		t.Error("worktree directory remains")
 	}
-	if b := git(t, repo, "branch", "--list", "devspace/*"); b != "" {
+	if b := testutil.Git(t, repo, "branch", "--list", "devspace/*"); b != "" {
 		t.Errorf("branches remain: %q", b)
 	}
 	if refs := devspaceRefs(t, repo); len(refs) != 0 {
@@ -278,17 +279,17 @@ func TestRemove(t *testing.T) {
 func halfCreate(t *testing.T, m *Manager, repo, key string) *Worktree {
 	t.Helper()
 	wt := m.layout(repo, key)
-	head := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
-	git(t, repo, "update-ref", baseRefPrefix+shortOf(wt.Branch), head)
-	git(t, repo, "update-ref", "refs/heads/"+wt.Branch, head)
-	git(t, repo, "worktree", "add", "-q", "--lock", "--reason", "initializing", wt.Path, wt.Branch)
+	head := strings.TrimSpace(testutil.Git(t, repo, "rev-parse", "HEAD"))
+	testutil.Git(t, repo, "update-ref", baseRefPrefix+shortOf(wt.Branch), head)
+	testutil.Git(t, repo, "update-ref", "refs/heads/"+wt.Branch, head)
+	testutil.Git(t, repo, "worktree", "add", "-q", "--lock", "--reason", "initializing", wt.Path, wt.Branch)
 	return wt
 }
 
 func TestPruneAfterCrash(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
-	head := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	head := strings.TrimSpace(testutil.Git(t, repo, "rev-parse", "HEAD"))
 
 	done, err := m.Create(t.Context(), repo, "done")
 	if err != nil {
@@ -301,16 +302,16 @@ func TestPruneAfterCrash(t *testing.T) {
 
 	// Refs only: killed between update-ref and worktree add.
 	refsOnly := m.layout(repo, "refs-only")
-	git(t, repo, "update-ref", baseRefPrefix+shortOf(refsOnly.Branch), head)
-	git(t, repo, "update-ref", "refs/heads/"+refsOnly.Branch, head)
+	testutil.Git(t, repo, "update-ref", baseRefPrefix+shortOf(refsOnly.Branch), head)
+	testutil.Git(t, repo, "update-ref", "refs/heads/"+refsOnly.Branch, head)
 	// A base ref alone: killed before the branch.
 	baseOnly := m.layout(repo, "base-only")
-	git(t, repo, "update-ref", baseRefPrefix+shortOf(baseOnly.Branch), head)
+	testutil.Git(t, repo, "update-ref", baseRefPrefix+shortOf(baseOnly.Branch), head)
 	// A branch that moved past its base, its worktree gone: kept.
 	moved := m.layout(repo, "moved")
-	git(t, repo, "update-ref", baseRefPrefix+shortOf(moved.Branch), head)
-	git(t, repo, "commit", "-q", "--allow-empty", "-m", "work")
-	git(t, repo, "update-ref", "refs/heads/"+moved.Branch, strings.TrimSpace(git(t, repo, "rev-parse", "HEAD")))
+	testutil.Git(t, repo, "update-ref", baseRefPrefix+shortOf(moved.Branch), head)
+	testutil.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "work")
+	testutil.Git(t, repo, "update-ref", "refs/heads/"+moved.Branch, strings.TrimSpace(testutil.Git(t, repo, "rev-parse", "HEAD")))
 	// A registered worktree whose directory vanished.
 	gone, err := m.Create(t.Context(), repo, "gone")
 	if err != nil {
@@ -325,7 +326,7 @@ func TestPruneAfterCrash(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(repoDir, "empty"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	write(t, repoDir, "stray/file.txt", "keep me\n")
+	testutil.WriteFile(t, repoDir, "stray/file.txt", "keep me\n")
 
 	// Check (doctor) sees what a crash left and changes nothing.
 	report, err := m.Check(t.Context(), repo)
@@ -405,7 +406,7 @@ func TestCreateRecoversWithoutPrune(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
 	half := halfCreate(t, m, repo, "k")
-	write(t, half.Path, "partial.txt", "left by the killed checkout\n")
+	testutil.WriteFile(t, half.Path, "partial.txt", "left by the killed checkout\n")
 	wt, err := m.Create(t.Context(), repo, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +417,7 @@ func TestCreateRecoversWithoutPrune(t *testing.T) {
 	if paths := worktreePaths(t, repo); len(paths) != 2 {
 		t.Errorf("worktrees = %q", paths)
 	}
-	if got := lines(git(t, repo, "worktree", "list", "--porcelain")); slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "locked") }) {
+	if got := lines(testutil.Git(t, repo, "worktree", "list", "--porcelain")); slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "locked") }) {
 		t.Errorf("worktree still locked: %q", got)
 	}
 }
@@ -425,7 +426,7 @@ func TestCreateForeignBranch(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
 	wt := m.layout(repo, "k")
-	git(t, repo, "branch", wt.Branch)
+	testutil.Git(t, repo, "branch", wt.Branch)
 	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Create = %v, want ErrConflict", err)
 	}
@@ -489,7 +490,7 @@ func TestInheritedGitEnvironmentIgnored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, wt.Path, "x.txt", "x\n")
+		testutil.WriteFile(t, wt.Path, "x.txt", "x\n")
 		if dirty, err := m.Dirty(t.Context(), wt); err != nil || !dirty {
 			t.Errorf("Dirty = %v, %v, want true", dirty, err)
 		}
@@ -518,8 +519,8 @@ func TestReviewOfWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, wt.Path, "a.txt", "one\nmore\n")
-	write(t, wt.Path, "new.txt", "fresh\n")
+	testutil.WriteFile(t, wt.Path, "a.txt", "one\nmore\n")
+	testutil.WriteFile(t, wt.Path, "new.txt", "fresh\n")
 	r := review.New(review.Options{})
 	c, err := r.Changes(t.Context(), wt.Path)
 	if err != nil {
@@ -537,8 +538,8 @@ func TestReviewOfWorktree(t *testing.T) {
 	}
 
 	// Committed on the branch: gone from Changes, kept by ChangesSince.
-	git(t, wt.Path, "add", "-A")
-	git(t, wt.Path, "commit", "-q", "-m", "work")
+	testutil.Git(t, wt.Path, "add", "-A")
+	testutil.Git(t, wt.Path, "commit", "-q", "-m", "work")
 	if c, err := r.Changes(t.Context(), wt.Path); err != nil || len(c.Files) != 0 {
 		t.Errorf("Changes after commit = %+v, %v", c, err)
 	}

@@ -1,0 +1,53 @@
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// GitEnv is the environment of the tests' own git commands: the process's
+// minus every GIT_* variable, with system and global configuration off so
+// the machine's settings (signing, default branch, filters) cannot leak in.
+func GitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "LC_ALL=C")
+}
+
+// Git runs a setup or inspection command in dir, with GitEnv, and returns
+// its stdout.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = GitEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// NewRepo returns the canonical path of a new repository with a local
+// identity, signing off and no commits.
+func NewRepo(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	Git(t, dir, "init", "-q")
+	Git(t, dir, "config", "user.name", "Test")
+	Git(t, dir, "config", "user.email", "test@example.com")
+	Git(t, dir, "config", "commit.gpgsign", "false")
+	return dir
+}

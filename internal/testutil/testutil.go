@@ -1,0 +1,88 @@
+// Package testutil holds helpers shared by tests and benchmarks: file
+// trees, Git repositories and the generated benchmark trees. It is test
+// support and must only be imported from _test.go files.
+package testutil
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// File is one file of a tree for WriteTree.
+type File struct {
+	Content string
+	Mode    fs.FileMode // 0 means 0644
+}
+
+// WriteTree writes files, by slash path relative to dir, with their
+// parents. Each file gets exactly its mode, whatever the umask.
+func WriteTree(t testing.TB, dir string, files map[string]File) {
+	t.Helper()
+	for name, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		if err := os.WriteFile(p, []byte(f.Content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Tree renders every entry under dir, dir itself as ".", with its mode
+// and exact content: "file <mode> <quoted content>", "dir <mode>" or
+// "link <target>", by path relative to dir.
+func Tree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "link " + target
+		case d.IsDir():
+			out[rel] = fmt.Sprintf("dir %v", info.Mode())
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fmt.Sprintf("file %v %q", info.Mode(), b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// WriteFile creates or replaces a file, with parents, relative to dir.
+func WriteFile(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
