@@ -1,8 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,12 +50,5 @@ func TestApplyPatchSensitiveBehindSymlink(t *testing.T) {
 	if sc, _ := callTool(t, cs, "undo_patch", map[string]any{"operationId": "u1"}, me); errCode(sc) != "undo_unavailable" {
 		t.Fatalf("undo of a patch to .ssh/config through keys/: %v", sc)
 	}
-	filepath.WalkDir(filepath.Join(env.StateDir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("Host ")) {
-				t.Errorf("snapshot %s holds .ssh/config content", p)
-			}
-		}
-		return nil
-	})
+	noSnapshotHolds(t, env, "Host ")
 }

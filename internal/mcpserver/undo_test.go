@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,14 +76,7 @@ func TestUndoPatchThroughMCP(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("sensitive patch: %v", sc)
 	}
-	filepath.Walk(filepath.Join(env.StateDir, "snapshots"), func(path string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte("SECRET=")) {
-				t.Errorf("snapshot %s holds .env content", path)
-			}
-		}
-		return nil
-	})
+	noSnapshotHolds(t, env, "SECRET=")
 	if sc, _ := callTool(t, cs, "undo_patch", map[string]any{"operationId": "u4"}, me); errCode(sc) != "undo_unavailable" {
 		t.Fatalf("undo of a sensitive patch: %v", sc)
 	}
@@ -91,4 +85,17 @@ func TestUndoPatchThroughMCP(t *testing.T) {
 	if n := len(sc["files"].([]any)); n < 5 {
 		t.Fatalf("history entries: %d", n)
 	}
+}
+
+// noSnapshotHolds fails t if any undo snapshot file holds text.
+func noSnapshotHolds(t *testing.T, env *apptest.Env, text string) {
+	t.Helper()
+	filepath.WalkDir(filepath.Join(env.StateDir, "snapshots"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(text)) {
+				t.Errorf("snapshot %s holds %q", p, text)
+			}
+		}
+		return nil
+	})
 }
