@@ -84,3 +84,45 @@ func TestCleanRelAbsoluteAnySpelling(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOpen checks the resolver's promise for any path: what Open opens is
+// inside the root, its real path is clean and relative, it is the file
+// that real path names (no link on the way), and it is never repository
+// metadata nor sensitive unless sensitive files are allowed.
+func FuzzOpen(f *testing.F) {
+	for _, s := range []string{
+		".", "keys/config", "g/config", "lnk_env", "zzz/config", "src/up/src/up/.ssh/x", "deep", "c1/main.txt",
+		"plain.link", "meta/HEAD", "up_git/config", "nested/config", "out", "evil/secret", "src/esc/x", ".GIT/config",
+	} {
+		f.Add(s, false)
+	}
+	root := metaTree(f)
+	f.Fuzz(func(t *testing.T, p string, allow bool) {
+		rel, err := CleanRel(p)
+		if err != nil {
+			return
+		}
+		file, real, err := Open(root, rel, allow)
+		if err != nil {
+			if file != nil {
+				t.Fatalf("Open(%q) returned a file with error %v", rel, err)
+			}
+			return
+		}
+		defer file.Close()
+		if c, err := CleanRel(real); err != nil || c != real {
+			t.Fatalf("Open(%q) real path %q is not clean and relative", rel, real)
+		}
+		if IsRepositoryMetadata(real) || !allow && IsSensitive(real) {
+			t.Fatalf("Open(%q, %v) opened %q", rel, allow, real)
+		}
+		fi, err := file.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lfi, err := root.Lstat(real)
+		if err != nil || !os.SameFile(fi, lfi) {
+			t.Fatalf("Open(%q) opened another file than %q names", rel, real)
+		}
+	})
+}

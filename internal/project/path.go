@@ -25,6 +25,9 @@ const (
 	ReasonSensitive   = "sensitive"
 	ReasonSpecial     = "special_file"
 	ReasonTooLong     = "too_long"
+	// ReasonRepository: the path is repository metadata (IsRepositoryMetadata),
+	// or a directory that is a Git directory whatever its name.
+	ReasonRepository = "repository_metadata"
 )
 
 // MaxPathBytes bounds a model-supplied path.

@@ -5,57 +5,108 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // maxSymlinks matches os.Root's limit on symlinks followed in one path, so
-// the resolvers here and an open through the root agree on what resolves.
+// the resolver here and an open through the root agree on what resolves.
 const maxSymlinks = 8
 
-// RealPath returns the real path of the clean Project-relative path rel
-// inside root: every symlink replaced by its target, with the rules
-// os.Root applies (absolute targets and targets climbing above the root
-// escape, whether or not they exist; ".." in a target goes to the parent
-// of the directory reached so far). It also returns the Lstat of the final
-// element, which is never a symlink. Every element must exist.
+// ErrSensitive is returned by Open when the path as written, or the real
+// path it leads to, names a file IsSensitive flags and the caller did not
+// allow sensitive files. This package owns it.
+var ErrSensitive = errors.New("sensitive file")
+
+// Open is the one way a tool opens a Project path it reads or returns. It
+// opens the clean Project-relative path rel inside root element by
+// element, from the root's directory descriptor, each element with
+// O_NOFOLLOW: a symlink is read and its target walked with os.Root's
+// rules (absolute targets and targets climbing above the root escape,
+// whether or not they exist; ".." goes to the parent of the directory
+// reached so far; at most 8 links). What is returned is what was opened,
+// and real is the path of the names actually opened, so a swap of any
+// element for a link after a check cannot change what the caller reads:
+// classify the file by File.Stat, never by looking the path up again.
 //
-// Errors: a *PathError (symlink_escape) for an escape, or the error of the
-// failing root operation (not found, not a directory, permission), passed
-// through Classify; syscall.ELOOP past maxSymlinks.
+// The rules are judged on rel and on real: repository metadata
+// (IsRepositoryMetadata) is a *PathError with ReasonRepository; a
+// sensitive file (IsSensitive) is ErrSensitive unless allowSensitive.
 //
-// The result describes the tree at one moment; the caller opens the real
-// path through root (which stays contained whatever changed since) and
-// checks the opened file is the one resolved.
-func RealPath(root *os.Root, rel string) (string, fs.FileInfo, error) {
-	if rel == "." {
-		fi, err := root.Lstat(".")
-		return ".", fi, Classify(err)
+// The file is opened read-only, non-blocking (a FIFO does not block the
+// open) and without becoming a controlling terminal; directories too. The
+// caller closes it.
+//
+// Errors: a *PathError (symlink_escape, repository_metadata), ErrSensitive,
+// syscall.ELOOP past 8 links, or the errno of the failing open (ENOENT,
+// ENOTDIR, EACCES, ENXIO for a socket…), none of which holds a host path.
+func Open(root *os.Root, rel string, allowSensitive bool) (f *os.File, real string, err error) {
+	if err := judge(rel, allowSensitive); err != nil {
+		return nil, "", err
 	}
-	done, last, err := walk(root, nil, strings.Split(rel, "/"), true)
+	w, err := startWalk(root)
+	if err != nil {
+		return nil, "", err
+	}
+	defer w.close()
+	f, _, err = w.resolveElems(strings.Split(rel, "/"), true)
+	if err != nil {
+		return nil, "", Classify(err)
+	}
+	real = w.real()
+	if err := judge(real, allowSensitive); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, real, nil
+}
+
+// judge applies the repository-metadata and sensitive-file rules to a
+// Project-relative path.
+func judge(rel string, allowSensitive bool) error {
+	switch {
+	case IsRepositoryMetadata(rel):
+		return &PathError{Reason: ReasonRepository}
+	case !allowSensitive && IsSensitive(rel):
+		return ErrSensitive
+	}
+	return nil
+}
+
+// RealPath returns the real path of the clean Project-relative path rel
+// inside root (Open's walk, without its rules) and the Stat of what it
+// names, which is never a symlink. Every element must exist. It is for
+// classifying a path (undo snapshots); to read, use Open.
+//
+// Errors: as Open's, without the rules.
+func RealPath(root *os.Root, rel string) (string, fs.FileInfo, error) {
+	w, err := startWalk(root)
 	if err != nil {
 		return "", nil, err
 	}
-	real := joinElems(done)
-	if last == nil { // rel resolved to a directory reached through ".."
-		fi, err := root.Lstat(real)
-		if err != nil {
-			return "", nil, Classify(err)
-		}
-		return real, fi, nil
+	defer w.close()
+	f, _, err := w.resolveElems(strings.Split(rel, "/"), true)
+	if err != nil {
+		return "", nil, Classify(err)
 	}
-	return real, last, nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	return w.real(), fi, nil
 }
 
 // DirResolver finds where Project-relative paths lead inside root when
 // they may not exist yet, as the targets of a patch: each directory is
-// resolved like RealPath, except that the first missing element and the
-// rest are kept as written, so a directory about to be created resolves
-// too. It caches each directory, so the many files of a patch in a few
-// directories cost a few Lstats. Results describe the tree at one
-// moment; writes still go through root, which stays contained whatever
-// changed since. A DirResolver is not safe for concurrent use.
+// walked like Open's (element by element, O_NOFOLLOW, links read and
+// judged), except that the first missing element and the rest are kept as
+// written, so a directory about to be created resolves too. Entering a
+// directory that is a Git directory (HEAD, objects and refs), whatever
+// its name, is refused. It caches each directory, so the many files of a
+// patch in a few directories cost a few walks. Results describe the tree
+// at one moment; writes still go through root, which stays contained
+// whatever changed since, and DevSpace's writers hold the Project's root
+// lock. A DirResolver is not safe for concurrent use.
 type DirResolver struct {
 	root *os.Root
 	dirs map[string]resolvedDir // by directory as written
@@ -72,107 +123,58 @@ func NewDirResolver(root *os.Root) *DirResolver {
 }
 
 // Path returns the clean Project-relative path ph with its directory
-// resolved (Dir) and its last element as written.
+// resolved (Dir) and its last element as written. The repository-metadata
+// rule applies to ph and to the result.
 func (r *DirResolver) Path(ph string) (string, error) {
+	if IsRepositoryMetadata(ph) {
+		return "", &PathError{Reason: ReasonRepository}
+	}
 	dir, err := r.Dir(path.Dir(ph))
 	if err != nil {
 		return "", err
 	}
-	return path.Join(dir, path.Base(ph)), nil
+	real := path.Join(dir, path.Base(ph))
+	if IsRepositoryMetadata(real) {
+		return "", &PathError{Reason: ReasonRepository}
+	}
+	return real, nil
 }
 
 // Dir returns the directory d with every symlink among its existing
-// elements replaced by its target, the first missing element and the rest
-// as written.
+// elements replaced by its target, the first missing element (or the
+// first that is not a directory) and the rest as written.
 //
-// Errors: a *PathError (symlink_escape) for an escape, syscall.ELOOP past
-// maxSymlinks links in one element, or the classified error of a failing
-// root operation other than "does not exist".
+// Errors: a *PathError (symlink_escape, repository_metadata),
+// syscall.ELOOP past 8 links, or the classified error of a failing open
+// other than "does not exist".
 func (r *DirResolver) Dir(d string) (string, error) {
-	if d == "." {
-		return ".", nil
-	}
 	if res, ok := r.dirs[d]; ok {
 		return res.real, res.err
 	}
-	parent, err := r.Dir(path.Dir(d))
-	var real string
-	if err == nil {
-		var done []string
-		if parent != "." {
-			done = strings.Split(parent, "/")
-		}
-		var elems []string
-		if elems, _, err = walk(r.root, done, []string{path.Base(d)}, false); err == nil {
-			real = path.Join(append([]string{"."}, elems...)...)
-		}
-	}
+	real, err := r.walkDir(d)
 	r.dirs[d] = resolvedDir{real: real, err: err}
 	return real, err
 }
 
-// walk resolves the path elements todo below done, the elements of a
-// directory inside root that holds no symlink (none: the root itself),
-// following symlinks with os.Root's rules, and returns the real path's
-// elements with the Lstat of the last one (nil when the walk ended on
-// "..", or on a missing element when not strict).
-//
-// strict: every element must exist, and only directories may have names
-// after them (syscall.ENOTDIR). Otherwise, at the first element that does
-// not exist or sits below a non-directory, that element and the rest are
-// returned as written.
-func walk(root *os.Root, done, todo []string, strict bool) ([]string, fs.FileInfo, error) {
-	done = append(make([]string, 0, len(done)+len(todo)), done...)
-	var last fs.FileInfo
-	links := 0
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) == 0 {
-				return nil, nil, &PathError{Reason: ReasonSymlink}
-			}
-			done = done[:len(done)-1]
-			last = nil
-			continue
-		}
-		p := joinElems(append(done, name))
-		fi, err := root.Lstat(p)
-		if err != nil {
-			if !strict && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
-				// Nothing below a missing element can be a link.
-				return append(append(done, name), todo...), nil, nil
-			}
-			return nil, nil, Classify(err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if links++; links > maxSymlinks {
-				return nil, nil, syscall.ELOOP
-			}
-			target, err := root.Readlink(p)
-			if err != nil {
-				return nil, nil, Classify(err)
-			}
-			target = filepath.ToSlash(target)
-			if target == "" {
-				return nil, nil, syscall.ENOENT
-			}
-			if strings.HasPrefix(target, "/") || filepath.IsAbs(target) || filepath.VolumeName(target) != "" {
-				return nil, nil, &PathError{Reason: ReasonSymlink}
-			}
-			todo = append(strings.Split(target, "/"), todo...)
-			continue
-		}
-		if strict && !fi.IsDir() && hasName(todo) {
-			return nil, nil, syscall.ENOTDIR
-		}
-		done = append(done, name)
-		last = fi
+func (r *DirResolver) walkDir(d string) (string, error) {
+	w, err := startWalk(r.root)
+	if err != nil {
+		return "", err
 	}
-	return done, last, nil
+	defer w.close()
+	w.refuseGitDirs = true
+	if err := w.checkRoot(); err != nil {
+		return "", err
+	}
+	_, missing, err := w.resolveElems(strings.Split(d, "/"), false)
+	if err != nil {
+		return "", Classify(err)
+	}
+	real := path.Join(append([]string{w.real()}, missing...)...)
+	if IsRepositoryMetadata(real) {
+		return "", &PathError{Reason: ReasonRepository}
+	}
+	return real, nil
 }
 
 // joinElems joins path elements that are names (no "", "." or ".."); no

@@ -13,7 +13,7 @@ import (
 // resolveTree is a Project root "proj" beside a sibling "proj_evil", with
 // sensitive files behind innocent-looking symlinks, links that escape,
 // a loop and a dangling link.
-func resolveTree(t *testing.T) *os.Root {
+func resolveTree(t testing.TB) *os.Root {
 	t.Helper()
 	base := t.TempDir()
 	dir := filepath.Join(base, "proj")

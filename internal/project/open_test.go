@@ -1,0 +1,183 @@
+package project
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+func isRepository(err error) bool {
+	var pe *PathError
+	return errors.As(err, &pe) && pe.Reason == ReasonRepository && errors.Is(err, ErrPathDenied)
+}
+
+// metaTree adds a repository and links to it to resolveTree's Project.
+func metaTree(t testing.TB) *os.Root {
+	t.Helper()
+	root := resolveTree(t)
+	for _, d := range []string{".git/hooks", "sub/.git", "meta/objects", "meta/refs"} {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{".git/config", ".git/HEAD", "meta/HEAD", "meta/config", ".env", ".kube/config"} {
+		if err := root.MkdirAll(path.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.WriteFile(f, []byte("SECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"g": ".git", "lnk_env": ".env", "zzz": ".kube", "up_git": "src/../.git/hooks/.."} {
+		if err := root.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestOpenRules(t *testing.T) {
+	root := metaTree(t)
+	for in, want := range map[string]func(error) bool{
+		".git/config":     isRepository,
+		".git":            isRepository,
+		".GIT/config":     isRepository,
+		"sub/.git":        isRepository,
+		"g/config":        isRepository, // a link to .git
+		"g":               isRepository,
+		"up_git/config":   isRepository, // a link through .git
+		"keys/config":     func(err error) bool { return errors.Is(err, ErrSensitive) },
+		"lnk_env":         func(err error) bool { return errors.Is(err, ErrSensitive) },
+		"zzz/config":      func(err error) bool { return errors.Is(err, ErrSensitive) },
+		".env":            func(err error) bool { return errors.Is(err, ErrSensitive) },
+		"out":             isEscape,
+		"evil/secret":     isEscape,
+		"src/esc":         isEscape,
+		"loop1":           func(err error) bool { return errors.Is(err, syscall.ELOOP) },
+		"dangling":        func(err error) bool { return errors.Is(err, fs.ErrNotExist) },
+		"src/main.txt/x":  func(err error) bool { return errors.Is(err, syscall.ENOTDIR) },
+		"plain.link/x":    func(err error) bool { return errors.Is(err, syscall.ENOTDIR) },
+		"missing/file":    func(err error) bool { return errors.Is(err, fs.ErrNotExist) },
+		"src/up/.git/x/y": isRepository,
+	} {
+		f, real, err := Open(root, in, false)
+		if f != nil {
+			f.Close()
+		}
+		if !want(err) {
+			t.Errorf("Open(%q) = %q, %v; want the other error", in, real, err)
+		}
+		if err != nil && strings.Contains(err.Error(), string(filepath.Separator)+"proj") {
+			t.Errorf("Open(%q) error %q holds a host path", in, err)
+		}
+	}
+	for in, want := range map[string]string{
+		".":            ".",
+		"src/main.txt": "src/main.txt",
+		"plain.link":   "src/main.txt",
+		"keys/config":  ".ssh/config", // allowed below
+		"zzz/config":   ".kube/config",
+		"src/up":       ".",
+		"c1/main.txt":  "src/main.txt",
+		"meta/config":  "meta/config", // reads do not look for Git directories by shape
+	} {
+		f, real, err := Open(root, in, true)
+		if err != nil || real != want {
+			t.Errorf("Open(%q, allowSensitive) = %q, %v; want %q", in, real, err, want)
+			continue
+		}
+		fi, err := f.Stat()
+		f.Close()
+		lfi, lerr := root.Lstat(real)
+		if err != nil || lerr != nil || !os.SameFile(fi, lfi) {
+			t.Errorf("Open(%q) opened another file than its real path %q names", in, real)
+		}
+	}
+}
+
+func TestDirResolverRefusesRepositoryMetadata(t *testing.T) {
+	root := metaTree(t)
+	r := NewDirResolver(root)
+	for _, in := range []string{
+		".git/hooks/post-checkout", ".Git/config", "sub/.git/config", "g/hooks/x", "a/../.git/x",
+		"meta/hooks/post-checkout", // a Git directory by shape, whatever its name
+		"meta/config", "up_git/config", "src/up/g/x", "x/.git", ".git.", ".git /x", ".g\u200cit/x", "GIT~1/x",
+	} {
+		if got, err := r.Path(in); !isRepository(err) {
+			t.Errorf("Path(%q) = %q, %v; want repository_metadata", in, got, err)
+		}
+	}
+	for _, in := range []string{"gitx/y", ".github/workflows/ci.yml", "src/.gitignore", ".gitattributes", "meta2/x"} {
+		if _, err := r.Path(in); err != nil {
+			t.Errorf("Path(%q) = %v; want allowed", in, err)
+		}
+	}
+}
+
+// TestOpenRaceSwap swaps a directory and a symlink to a sensitive
+// directory in a tight loop while the same path is opened and read: the
+// secret must never come back (what the issue reproduced once in 2,400
+// reads with the path-string resolver).
+func TestOpenRaceSwap(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, ".kube"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, ".kube", "config"), []byte("SECRET-MARKER\n"), 0o644))
+	must(os.MkdirAll(filepath.Join(dir, "plain"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "plain", "config"), []byte("public\n"), 0o644))
+	must(os.Symlink(".kube", filepath.Join(dir, "link")))
+	must(os.Rename(filepath.Join(dir, "plain"), filepath.Join(dir, "zzz")))
+	root, err := os.OpenRoot(dir)
+	must(err)
+	defer root.Close()
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// zzz is the plain directory, then the link, then the directory…
+		z, p, l := filepath.Join(dir, "zzz"), filepath.Join(dir, "plain"), filepath.Join(dir, "link")
+		for !stop.Load() {
+			os.Rename(z, p)
+			os.Rename(l, z)
+			os.Rename(z, l)
+			os.Rename(p, z)
+		}
+	})
+	n := 10000
+	if testing.Short() {
+		n = 2000
+	}
+	seen := 0
+	for range n {
+		f, _, err := Open(root, "zzz/config", false)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		seen++
+		if strings.Contains(string(b), "SECRET") {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatal("a read through a swapped link returned the sensitive file")
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if seen == 0 {
+		t.Fatal("no read succeeded: the race test proves nothing")
+	}
+}

@@ -1,0 +1,288 @@
+//go:build unix
+
+package project
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open flags. O_NOFOLLOW makes a symlink fail with ELOOP instead of being
+// followed, so the walk reads the link itself and judges its target.
+// O_NONBLOCK keeps a FIFO from blocking the open (it does not change reads
+// of regular files or directories); O_NOCTTY keeps a terminal from becoming
+// the controlling one.
+const (
+	dirFlags   = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	finalFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+)
+
+// raceRetries bounds how often one element is opened again when it changed
+// between the open that said "symlink" and the readlink (or back).
+const raceRetries = 8
+
+// fdWalk is a walk in progress: the directories opened so far, from the
+// root down, each by a name that was not a symlink when it was opened.
+type fdWalk struct {
+	base  *os.File // the root, opened through the *os.Root
+	fds   []int    // fds[i] is names[i]'s directory, opened from fds[i-1] (or base)
+	names []string
+	links int
+	// refuseGitDirs makes entering a directory that is a Git directory
+	// (whatever its name) a path_denied (repository_metadata).
+	refuseGitDirs bool
+}
+
+func startWalk(root *os.Root) (*fdWalk, error) {
+	base, err := root.Open(".")
+	if err != nil {
+		return nil, Classify(err)
+	}
+	return &fdWalk{base: base}, nil
+}
+
+func (w *fdWalk) close() {
+	for _, fd := range w.fds {
+		unix.Close(fd)
+	}
+	w.fds = nil
+	w.base.Close()
+}
+
+// checkRoot refuses a root that is itself a Git directory when the walk
+// refuses those.
+func (w *fdWalk) checkRoot() error {
+	if w.refuseGitDirs && isGitDir(w.top()) {
+		return &PathError{Reason: ReasonRepository}
+	}
+	return nil
+}
+
+// top is the descriptor of the directory reached so far.
+func (w *fdWalk) top() int {
+	if len(w.fds) == 0 {
+		return int(w.base.Fd())
+	}
+	return w.fds[len(w.fds)-1]
+}
+
+// real is the real Project-relative path of the directory reached so far.
+func (w *fdWalk) real() string { return joinElems(w.names) }
+
+// up leaves the directory reached so far for its parent; above the root
+// is an escape.
+func (w *fdWalk) up() error {
+	if len(w.fds) == 0 {
+		return &PathError{Reason: ReasonSymlink}
+	}
+	unix.Close(w.fds[len(w.fds)-1])
+	w.fds = w.fds[:len(w.fds)-1]
+	w.names = w.names[:len(w.names)-1]
+	return nil
+}
+
+// follow reads the symlink name in the directory reached so far and returns
+// its target's elements, with os.Root's rules: an absolute target escapes,
+// an empty one does not exist, more than maxSymlinks links in one walk is
+// ELOOP. errNotLink says the entry is no longer a symlink (it changed
+// since the open that said it was).
+func (w *fdWalk) follow(name string) ([]string, error) {
+	if w.links++; w.links > maxSymlinks {
+		return nil, syscall.ELOOP
+	}
+	target, err := readlinkat(w.top(), name)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			w.links--
+			return nil, errNotLink
+		}
+		return nil, err
+	}
+	switch {
+	case target == "":
+		return nil, syscall.ENOENT
+	case strings.HasPrefix(target, "/"):
+		return nil, &PathError{Reason: ReasonSymlink}
+	}
+	return strings.Split(target, "/"), nil
+}
+
+var errNotLink = errors.New("not a symlink any more")
+
+// enter opens the directory name below the one reached so far, or
+// returns the elements of its target when it is a symlink. A name that is
+// neither is ENOTDIR.
+func (w *fdWalk) enter(name string) (target []string, err error) {
+	for range raceRetries {
+		fd, err := openat(w.top(), name, dirFlags)
+		switch {
+		case err == nil:
+			w.fds = append(w.fds, fd)
+			w.names = append(w.names, name)
+			if w.refuseGitDirs && isGitDir(fd) {
+				return nil, &PathError{Reason: ReasonRepository}
+			}
+			return nil, nil
+		case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+			// O_DIRECTORY|O_NOFOLLOW on a symlink is ENOTDIR (or ELOOP):
+			// the readlink tells a link from a file.
+			target, err := w.follow(name)
+			if errors.Is(err, errNotLink) {
+				// Not a link (any more): a file is ENOTDIR, a directory that
+				// replaced the link is opened again.
+				st, serr := fstatat(w.top(), name)
+				if serr != nil {
+					return nil, serr
+				}
+				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+					return nil, syscall.ENOTDIR
+				}
+				continue
+			}
+			return target, err
+		default:
+			return nil, err
+		}
+	}
+	return nil, errUnstablePath
+}
+
+// errUnstablePath: an element kept changing between a symlink and
+// something else while it was resolved.
+var errUnstablePath = errors.New("path kept changing while it was resolved")
+
+// openFinal opens the last element name below the directory reached so
+// far, or returns the elements of its target when it is a symlink.
+func (w *fdWalk) openFinal(name string) (f *os.File, target []string, err error) {
+	for range raceRetries {
+		fd, err := openat(w.top(), name, finalFlags)
+		switch {
+		case err == nil:
+			w.names = append(w.names, name)
+			return os.NewFile(uintptr(fd), name), nil, nil
+		case errors.Is(err, unix.ELOOP):
+			target, err := w.follow(name)
+			if errors.Is(err, errNotLink) {
+				continue
+			}
+			return nil, target, err
+		default:
+			return nil, nil, err
+		}
+	}
+	return nil, nil, errUnstablePath
+}
+
+// reopen opens the directory reached so far for reading (the walk ended on
+// "." or "..").
+func (w *fdWalk) reopen() (*os.File, error) {
+	fd, err := openat(w.top(), ".", dirFlags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "."), nil
+}
+
+// resolveElems walks todo from the directory reached so far. With open
+// set, the last element is opened (any kind of file) and returned; without
+// it, every element is entered as a directory and the walk stops at the
+// first one that does not exist, returning it and the rest as written in
+// missing.
+func (w *fdWalk) resolveElems(todo []string, open bool) (f *os.File, missing []string, err error) {
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if err := w.up(); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if open && !hasName(todo) {
+			f, target, err := w.openFinal(name)
+			if err != nil || f != nil {
+				return f, nil, err
+			}
+			todo = append(target, todo...)
+			continue
+		}
+		target, err := w.enter(name)
+		if err != nil {
+			if !open && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
+				return nil, append([]string{name}, todo...), nil
+			}
+			return nil, nil, err
+		}
+		todo = append(target, todo...)
+	}
+	if open {
+		f, err := w.reopen()
+		return f, nil, err
+	}
+	return nil, nil, nil
+}
+
+func openat(dir int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func fstatat(dir int, name string) (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			return &st, nil
+		}
+		if err != unix.EINTR {
+			return nil, err
+		}
+	}
+}
+
+func readlinkat(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+		if size >= 1<<16 {
+			return "", syscall.ENAMETOOLONG
+		}
+	}
+}
+
+// isGitDir reports whether the directory fd has what Git requires of a
+// repository directory (setup.c's is_git_directory): a HEAD, an objects
+// directory and a refs directory. Any such directory is repository
+// metadata, whatever its name: a worktree's .git file or a core.worktree
+// setting can point Git at it.
+func isGitDir(fd int) bool {
+	if st, err := fstatat(fd, "HEAD"); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	for _, d := range [...]string{"objects", "refs"} {
+		if st, err := fstatat(fd, d); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false
+		}
+	}
+	return true
+}
