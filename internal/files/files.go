@@ -94,7 +94,7 @@ var (
 	ErrInvalidRequest = errors.New("invalid read request")
 	// ErrSensitive: the path or its real path names a sensitive file and the
 	// caller did not allow sensitive files.
-	ErrSensitive = errors.New("sensitive file")
+	ErrSensitive = project.ErrSensitive
 	// ErrIsDirectory: the path names a directory.
 	ErrIsDirectory = errors.New("is a directory")
 	// ErrNotRegular: the path names a FIFO, socket, device or other
@@ -428,7 +428,7 @@ func itemError(err error) *ItemError {
 		return &ItemError{Code: CodeSensitiveFile, Message: "refused: the file may hold secrets (.env, private key, credentials); send allowSensitive: true to read it"}
 	case errors.Is(err, ErrIsDirectory):
 		return &ItemError{Code: CodeIsDirectory, Message: "the path is a directory; list it with inspect"}
-	case errors.Is(err, ErrNotRegular):
+	case errors.Is(err, ErrNotRegular), errors.Is(err, syscall.ENXIO): // ENXIO: opening a socket
 		return &ItemError{Code: CodeNotRegular, Message: "not a regular file (FIFO, socket or device); it was not read"}
 	case errors.Is(err, ErrTooLarge):
 		return &ItemError{Code: CodeTooLarge, Message: "the file is too large to read and hash; inspect it with a command such as head, tail or sed"}
@@ -456,6 +456,8 @@ func denyMessage(reason string) string {
 		return "the path is not valid UTF-8"
 	case project.ReasonTooLong:
 		return fmt.Sprintf("the path is longer than %d bytes", project.MaxPathBytes)
+	case project.ReasonRepository:
+		return "repository metadata (.git) is not Project content; review changes with show_changes"
 	}
 	return "the path is not allowed"
 }

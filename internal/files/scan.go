@@ -24,9 +24,6 @@ var errChanged = errors.New("changed during read")
 // path. w is the window to collect; it is reset before each attempt. buf is
 // the read buffer.
 func (r *Reader) stableRead(ctx context.Context, root *os.Root, rel string, refuseSensitive bool, w *window, buf []byte) (*pass, error) {
-	if refuseSensitive && project.IsSensitive(rel) {
-		return nil, ErrSensitive
-	}
 	initial := *w
 	for range maxAttempts {
 		if err := ctx.Err(); err != nil {
@@ -46,27 +43,15 @@ func (r *Reader) stableRead(ctx context.Context, root *os.Root, rel string, refu
 
 // readOnce makes one attempt of stableRead.
 func (r *Reader) readOnce(ctx context.Context, root *os.Root, rel string, refuseSensitive bool, w *window, buf []byte) (*pass, error) {
-	real, fi, err := project.RealPath(root, rel)
-	if err != nil {
-		return nil, err
-	}
-	if refuseSensitive && real != rel && project.IsSensitive(real) {
-		return nil, ErrSensitive
-	}
-	if err := checkMode(fi); err != nil {
-		return nil, err
-	}
-	if fi.Size() > r.limits.MaxFileBytes {
-		return nil, ErrTooLarge
-	}
 	if r.beforeOpen != nil {
 		r.beforeOpen()
 	}
-	// openFlags keep the open from blocking if a FIFO or device replaced the
-	// file since the Lstat; the Stat of the open file decides.
-	f, err := root.OpenFile(real, openFlags, 0)
+	// project.Open walks the path without following links and judges the
+	// real path of what it opened; the Stat of the open file decides the
+	// rest, so nothing swapped in after a check is read.
+	f, _, err := project.Open(root, rel, !refuseSensitive)
 	if err != nil {
-		return nil, project.Classify(err)
+		return nil, err
 	}
 	defer f.Close()
 	before, err := f.Stat()
@@ -75,11 +60,6 @@ func (r *Reader) readOnce(ctx context.Context, root *os.Root, rel string, refuse
 	}
 	if err := checkMode(before); err != nil {
 		return nil, err
-	}
-	if !os.SameFile(before, fi) {
-		// The path now leads to another file than the one resolved (and
-		// checked for sensitivity): resolve again.
-		return nil, errChanged
 	}
 	size := before.Size()
 	if size > r.limits.MaxFileBytes {

@@ -4,6 +4,7 @@ package project
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -285,4 +286,50 @@ func isGitDir(fd int) bool {
 		}
 	}
 	return true
+}
+
+// OpenAt opens the entry name of the open directory dir as Open opens an
+// element: read-only, non-blocking, without becoming a controlling
+// terminal, and never through a symlink (a link is syscall.ELOOP). With
+// wantDir, anything but a directory fails (ENOTDIR or ELOOP). It is the
+// step of a walk that names entries one by one: the caller joins and
+// judges the path (IsRepositoryMetadata, IsSensitive) of what it opened.
+func OpenAt(dir *os.File, name string, wantDir bool) (*os.File, error) {
+	flags := finalFlags
+	if wantDir {
+		flags = dirFlags
+	}
+	fd, err := openat(int(dir.Fd()), name, flags)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// LstatAt returns the type bits and size of the entry name of the open
+// directory dir, without following a symlink.
+func LstatAt(dir *os.File, name string) (fs.FileMode, int64, error) {
+	st, err := fstatat(int(dir.Fd()), name)
+	if err != nil {
+		return 0, 0, err
+	}
+	var m fs.FileMode
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		m = fs.ModeDir
+	case unix.S_IFLNK:
+		m = fs.ModeSymlink
+	case unix.S_IFIFO:
+		m = fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m = fs.ModeSocket
+	case unix.S_IFCHR:
+		m = fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m = fs.ModeDevice
+	default:
+		m = fs.ModeIrregular
+	}
+	return m, st.Size, nil
 }

@@ -12,14 +12,17 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
-// grep searches the file or the tree at base.
-func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, base string, allowSensitive bool, res *Result) *OpError {
+// grep searches the file or the tree st.
+func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, st start, allowSensitive bool, res *Result) *OpError {
 	m, err := compileMatcher(op.Pattern, op.Regex, op.IgnoreCase)
 	if err != nil {
+		st.file.Close()
 		return &OpError{CodeInvalidPattern, err.Error()}
 	}
+	base := st.real
 	include, e := compileInclude(op.Include, base)
 	if e != nil {
+		st.file.Close()
 		return e
 	}
 	limit := clampLimit(op.Limit, s.limits.DefaultMatches, s.limits.MaxMatches)
@@ -31,42 +34,23 @@ func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, base string, 
 		maxBytes:   s.limits.MaxOutputBytes,
 	}
 	coll := collector{res: res, limit: limit, maxBytes: s.limits.MaxOutputBytes}
-	fi, err := root.Stat(base)
-	if err != nil {
-		return opError(err)
-	}
-	if fi.IsDir() {
-		sub, err := root.OpenRoot(base)
-		if err != nil {
-			return opError(err)
-		}
+	if st.info.IsDir() {
 		var stack ignoreStack
 		if !op.IncludeIgnored {
 			stack = ignoreAbove(root, base)
 		}
-		s.grepTree(ctx, newDirHandle(sub), base, stack, op, allowSensitive, p, include, &coll)
+		s.grepTree(ctx, newDirHandle(st.file), base, stack, op, allowSensitive, p, include, &coll)
 		return nil
 	}
-	// An explicit file: searched whatever the ignore rules and include say,
-	// unless it is sensitive.
-	if !allowSensitive && project.IsSensitive(base) {
-		res.SensitiveHidden = 1
-		return nil
-	}
-	f, err := root.OpenFile(base, fileOpenFlags, 0)
-	if err != nil {
-		return opError(err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return opError(err)
-	}
-	if !fi.Mode().IsRegular() {
+	// An explicit file: searched whatever the ignore rules and include say
+	// (openStart refused it if sensitive).
+	defer st.file.Close()
+	if !st.info.Mode().IsRegular() {
 		return &OpError{CodeUnreadable, "not a regular file"}
 	}
 	sc := s.getScanner()
 	defer s.putScanner(sc)
-	ms, err := sc.scan(ctx, p, f, fi.Size(), base)
+	ms, err := sc.scan(ctx, p, st.file, st.info.Size(), base)
 	switch {
 	case errors.Is(err, errBinary):
 	case err != nil && ctx.Err() != nil:
@@ -266,7 +250,9 @@ func (sc *scanner) scanJob(ctx context.Context, p *scanParams, j fileJob) fileOu
 	if ctx.Err() != nil {
 		return o
 	}
-	f, err := j.dir.root.OpenFile(j.name, fileOpenFlags, 0)
+	// Not through a link: a file swapped for a link after the walk saw it
+	// is not read.
+	f, err := project.OpenAt(j.dir.dir, j.name, false)
 	if err != nil {
 		o.unreadable = true
 		return o

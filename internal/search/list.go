@@ -43,30 +43,15 @@ func walkEntryOf(e *walkEntry) Entry {
 	return Entry{Path: e.rel, Type: entryType(e.typ), Size: e.size()}
 }
 
-// ls lists the directory base down to op.Depth levels (default 1). A file
+// ls lists the directory st down to op.Depth levels (default 1). A file
 // (or another non-directory) is listed as itself.
-func (s *Searcher) ls(ctx context.Context, root *os.Root, op Op, base string, allowSensitive bool, res *Result) *OpError {
+func (s *Searcher) ls(ctx context.Context, root *os.Root, op Op, st start, allowSensitive bool, res *Result) *OpError {
 	l := s.newLister(res, op)
-	fi, err := root.Lstat(base)
-	if err != nil {
-		return opError(err)
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		// An explicit path may go through a link inside the Project.
-		if target, err := root.Stat(base); err != nil {
-			return opError(err)
-		} else if target.IsDir() {
-			fi = target
-		}
-	}
-	if !fi.IsDir() {
-		if !allowSensitive && project.IsSensitive(base) {
-			res.SensitiveHidden = 1
-			return nil
-		}
-		e := Entry{Path: base, Type: entryType(fi.Mode())}
-		if fi.Mode().IsRegular() {
-			e.Size = fi.Size()
+	if !st.info.IsDir() {
+		st.file.Close()
+		e := Entry{Path: st.real, Type: entryType(st.info.Mode())}
+		if st.info.Mode().IsRegular() {
+			e.Size = st.info.Size()
 		}
 		l.add(e)
 		return nil
@@ -75,29 +60,31 @@ func (s *Searcher) ls(ctx context.Context, root *os.Root, op Op, base string, al
 	if depth == 0 {
 		depth = 1
 	}
-	return s.walkFrom(ctx, root, base, op, allowSensitive, res, func(w *walker) {
+	return s.walkFrom(ctx, root, st.file, st.real, op, allowSensitive, res, func(w *walker) {
 		w.maxDepth = depth
 		w.visit = func(e *walkEntry) bool { return l.add(walkEntryOf(e)) }
 	})
 }
 
-// glob lists what matches op.Pattern below base. The walk starts at the
+// glob lists what matches op.Pattern below st. The walk starts at the
 // pattern's literal leading directories and does not enter directories
 // that cannot hold a match.
-func (s *Searcher) glob(ctx context.Context, root *os.Root, op Op, base string, allowSensitive bool, res *Result) *OpError {
+func (s *Searcher) glob(ctx context.Context, root *os.Root, op Op, st start, allowSensitive bool, res *Result) *OpError {
 	pattern := op.Pattern
+	var e *OpError
 	switch {
 	case pattern == "":
-		return &OpError{CodeInvalidPattern, "pattern is required"}
+		e = &OpError{CodeInvalidPattern, "pattern is required"}
 	case strings.HasPrefix(pattern, "/"):
-		return &OpError{CodeInvalidPattern, "pattern must be relative to path"}
+		e = &OpError{CodeInvalidPattern, "pattern must be relative to path"}
 	case !doublestar.ValidatePattern(pattern):
-		return &OpError{CodeInvalidPattern, "pattern is not a valid glob pattern"}
+		e = &OpError{CodeInvalidPattern, "pattern is not a valid glob pattern"}
+	case !st.info.IsDir():
+		e = &OpError{CodeNotDirectory, "path is not a directory"}
 	}
-	if fi, err := root.Stat(base); err != nil {
-		return opError(err)
-	} else if !fi.IsDir() {
-		return &OpError{CodeNotDirectory, "path is not a directory"}
+	if e != nil {
+		st.file.Close()
+		return e
 	}
 	if op.IgnoreCase {
 		pattern = strings.ToLower(pattern)
@@ -108,24 +95,39 @@ func (s *Searcher) glob(ctx context.Context, root *os.Root, op Op, base string, 
 		}
 		return s
 	}
-	start, rest := base, pattern
+	base := st.real
+	from, rest := st, pattern
 	if !op.IgnoreCase {
 		// Case-insensitively the literal part could name several
 		// directories: walk from base then.
 		var dir string
 		dir, rest = doublestar.SplitPattern(pattern)
 		if dir != "." {
-			start = path.Join(base, dir)
-			clean, err := project.CleanRel(start)
+			clean, err := project.CleanRel(path.Join(base, dir))
 			if err != nil {
+				st.file.Close()
 				return opError(err)
 			}
-			if inGitDir(clean) {
-				return gitDenied()
+			if project.IsRepositoryMetadata(clean) {
+				st.file.Close()
+				return opError(&project.PathError{Reason: project.ReasonRepository})
 			}
-			start = clean
-			if fi, err := root.Stat(start); err != nil || !fi.IsDir() {
+			sub, e := openStart(root, clean, allowSensitive)
+			switch {
+			case e != nil || !sub.info.IsDir():
+				if e == nil {
+					sub.file.Close()
+				}
+				st.file.Close()
 				return nil // nothing can match below a missing directory
+			case sub.real != clean:
+				// A link in the literal part: walk from base, where the
+				// pattern's own elements decide.
+				sub.file.Close()
+				rest = pattern
+			default:
+				st.file.Close()
+				from = sub
 			}
 		}
 	}
@@ -134,17 +136,18 @@ func (s *Searcher) glob(ctx context.Context, root *os.Root, op Op, base string, 
 		segs = strings.Split(rest, "/")
 	}
 	maxDepth := op.Depth
-	if maxDepth > 0 && start != base {
+	if maxDepth > 0 && from.real != base {
 		// op.Depth counts from base; the walk, from start.
-		if maxDepth -= strings.Count(relTo(base, start), "/") + 1; maxDepth <= 0 {
+		if maxDepth -= strings.Count(relTo(base, from.real), "/") + 1; maxDepth <= 0 {
+			from.file.Close()
 			return nil
 		}
 	}
 	l := s.newLister(res, op)
-	return s.walkFrom(ctx, root, start, op, allowSensitive, res, func(w *walker) {
+	return s.walkFrom(ctx, root, from.file, from.real, op, allowSensitive, res, func(w *walker) {
 		w.maxDepth = maxDepth
 		if segs != nil {
-			w.descend = func(rel string) bool { return mayHold(segs, fold(relTo(start, rel))) }
+			w.descend = func(rel string) bool { return mayHold(segs, fold(relTo(from.real, rel))) }
 		}
 		w.visit = func(e *walkEntry) bool {
 			if !doublestar.MatchUnvalidated(pattern, fold(relTo(base, e.rel))) {
@@ -176,15 +179,12 @@ func mayHold(segs []string, dir string) bool {
 	}
 }
 
-// walkFrom walks the directory start with the walker
-// set up by configure, filling res's walk fields.
-func (s *Searcher) walkFrom(ctx context.Context, root *os.Root, start string, op Op, allowSensitive bool, res *Result,
+// walkFrom walks the open directory dir, whose real Project-relative path
+// is start, with the walker set up by configure, filling res's walk
+// fields. It closes dir.
+func (s *Searcher) walkFrom(ctx context.Context, root *os.Root, dir *os.File, start string, op Op, allowSensitive bool, res *Result,
 	configure func(*walker)) *OpError {
-	sub, err := root.OpenRoot(start)
-	if err != nil {
-		return opError(err)
-	}
-	h := newDirHandle(sub)
+	h := newDirHandle(dir)
 	defer h.release()
 	w := walker{
 		ctx:            ctx,

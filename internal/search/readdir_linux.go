@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 // direntBufBytes is the getdents buffer; each call returns as many entries
@@ -15,8 +17,8 @@ const direntBufBytes = 32 << 10
 // at most limit of them (more reports truncated). Unlike (*os.File).ReadDir
 // on a file opened through an *os.Root, it does not lstat every entry: the
 // type comes from d_type, and only an unknown type (DT_UNKNOWN, on file
-// systems that do not fill it) is asked of dir, by name.
-func readDirents(f *os.File, dir *os.Root, limit int) (entries []dirent, truncated bool, err error) {
+// systems that do not fill it) is asked of f, by name.
+func readDirents(f *os.File, limit int) (entries []dirent, truncated bool, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, false, err
@@ -73,8 +75,8 @@ func readDirents(f *os.File, dir *os.Root, limit int) (entries []dirent, truncat
 		return nil, false, readErr
 	}
 	for _, i := range unknown {
-		if fi, err := dir.Lstat(entries[i].name); err == nil {
-			entries[i].typ = fi.Mode().Type()
+		if typ, _, err := project.LstatAt(f, entries[i].name); err == nil {
+			entries[i].typ = typ
 		} else {
 			entries[i].typ = fs.ModeIrregular
 		}

@@ -311,35 +311,85 @@ func (s *Searcher) run(ctx context.Context, root *os.Root, op Op, allowSensitive
 		return failed(res, &OpError{CodeInvalidArgument, `op must be "ls", "glob" or "grep"`})
 	case op.Depth < 0, op.Limit < 0, op.Context < 0:
 		return failed(res, &OpError{CodeInvalidArgument, "depth, limit and context must not be negative"})
-	case inGitDir(base):
-		return failed(res, gitDenied())
 	}
-	var e *OpError
+	st, e := openStart(root, base, allowSensitive)
+	switch {
+	case e == errHidden:
+		res.SensitiveHidden = 1
+		return res
+	case e != nil:
+		return failed(res, e)
+	}
 	switch op.Kind {
 	case KindLs:
-		e = s.ls(ctx, root, op, base, allowSensitive, &res)
+		e = s.ls(ctx, root, op, st, allowSensitive, &res)
 	case KindGlob:
-		e = s.glob(ctx, root, op, base, allowSensitive, &res)
+		e = s.glob(ctx, root, op, st, allowSensitive, &res)
 	default:
-		e = s.grep(ctx, root, op, base, allowSensitive, &res)
+		e = s.grep(ctx, root, op, st, allowSensitive, &res)
 	}
 	if e != nil {
 		return failed(Result{Op: res.Op, Path: res.Path}, e)
 	}
+	if st.real != base {
+		for i := range res.Entries {
+			res.Entries[i].Path = displayPath(base, st.real, res.Entries[i].Path)
+		}
+		for i := range res.Matches {
+			res.Matches[i].Path = displayPath(base, st.real, res.Matches[i].Path)
+		}
+	}
 	return res
+}
+
+// start is the path an operation starts from, opened by the resolver: the
+// operation owns file and closes it.
+type start struct {
+	file *os.File
+	real string // the real Project-relative path of file
+	info fs.FileInfo
+}
+
+// errHidden says an operation's own path is a sensitive file the caller
+// did not allow: the operation shows nothing and counts it as hidden.
+var errHidden = &OpError{Code: "sensitive_hidden"}
+
+// openStart opens base with project.Open's rules (no link followed
+// unjudged; .git and sensitive real paths refused).
+func openStart(root *os.Root, base string, allowSensitive bool) (start, *OpError) {
+	f, real, err := project.Open(root, base, allowSensitive)
+	switch {
+	case errors.Is(err, project.ErrSensitive):
+		return start{}, errHidden
+	case err != nil:
+		return start{}, opError(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return start{}, opError(err)
+	}
+	return start{file: f, real: real, info: fi}, nil
+}
+
+// displayPath returns the path p found below the real path real of an
+// operation's base as the caller named it: below base. Results name what
+// the caller asked for; the rules were judged on the real path.
+func displayPath(base, real, p string) string {
+	switch {
+	case p == real:
+		return base
+	case real == ".":
+		return base + "/" + p
+	case strings.HasPrefix(p, real+"/"):
+		return base + p[len(real):]
+	}
+	return p
 }
 
 func failed(res Result, e *OpError) Result {
 	res.Error = e
 	return res
-}
-
-func inGitDir(rel string) bool {
-	return slices.Contains(strings.Split(rel, "/"), ".git")
-}
-
-func gitDenied() *OpError {
-	return &OpError{CodePathDenied, "paths inside .git cannot be inspected"}
 }
 
 // opError maps a file system error from the root to an OpError whose
@@ -348,6 +398,9 @@ func opError(err error) *OpError {
 	err = project.Classify(err)
 	switch {
 	case errors.Is(err, project.ErrPathDenied):
+		if pe, ok := errors.AsType[*project.PathError](err); ok && pe.Reason == project.ReasonRepository {
+			return &OpError{CodePathDenied, "repository metadata (.git) is not Project content; review changes with show_changes"}
+		}
 		return &OpError{CodePathDenied, err.Error()}
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return &OpError{CodeNotFound, "no such file or directory"}

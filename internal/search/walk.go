@@ -19,16 +19,18 @@ import (
 // whole.
 const readDirChunk = 1024
 
-// dirHandle is an open directory (as an *os.Root confined to it) shared by
-// the walk and the grep workers reading its files. The last release closes
-// it.
+// dirHandle is an open directory shared by the walk and the grep workers
+// reading its files. Its entries are opened by name from its descriptor,
+// never through a symlink (project.OpenAt), so what the walk saw as a file
+// or a directory cannot be swapped for a link to somewhere else. The last
+// release closes it.
 type dirHandle struct {
-	root *os.Root
+	dir  *os.File
 	refs atomic.Int32
 }
 
-func newDirHandle(r *os.Root) *dirHandle {
-	h := &dirHandle{root: r}
+func newDirHandle(d *os.File) *dirHandle {
+	h := &dirHandle{dir: d}
 	h.refs.Store(1)
 	return h
 }
@@ -37,7 +39,7 @@ func (h *dirHandle) acquire() { h.refs.Add(1) }
 
 func (h *dirHandle) release() {
 	if h.refs.Add(-1) == 0 {
-		h.root.Close()
+		h.dir.Close()
 	}
 }
 
@@ -62,11 +64,11 @@ func (e *walkEntry) size() int64 {
 	if !e.typ.IsRegular() {
 		return 0
 	}
-	fi, err := e.dir.root.Lstat(e.name)
+	_, size, err := project.LstatAt(e.dir.dir, e.name)
 	if err != nil {
 		return 0
 	}
-	return fi.Size()
+	return size
 }
 
 // walker is a depth-first, non-following, ignore-aware walk in Git index
@@ -113,7 +115,7 @@ func (w *walker) walkDir(h *dirHandle, rel string, depth int, stack ignoreStack)
 		if i, ok := slices.BinarySearchFunc(entries, ".gitignore", func(e dirent, n string) int {
 			return cmpKey(e.name, e.typ.IsDir(), n, false)
 		}); ok && entries[i].typ.IsRegular() {
-			if data, err := readSmall(h.root, ".gitignore", maxIgnoreFileBytes); err == nil {
+			if data, err := readSmallAt(h.dir, ".gitignore", maxIgnoreFileBytes); err == nil {
 				stack = stack.push(parseIgnore(data, rel))
 			}
 		}
@@ -126,7 +128,7 @@ func (w *walker) walkDir(h *dirHandle, rel string, depth int, stack ignoreStack)
 			return
 		}
 		name := d.name
-		if name == ".git" {
+		if project.IsRepositoryMetadata(name) {
 			continue
 		}
 		child := name
@@ -152,9 +154,9 @@ func (w *walker) walkDir(h *dirHandle, rel string, depth int, stack ignoreStack)
 		if !isDir || w.limitHit || w.maxDepth > 0 && depth >= w.maxDepth || w.descend != nil && !w.descend(child) {
 			continue
 		}
-		// OpenRoot does not follow a final symlink out of h: a directory
-		// swapped for a link after ReadDir stays confined to h.
-		sub, err := h.root.OpenRoot(name)
+		// Never through a link: a directory swapped for a link after the
+		// directory was read is not entered.
+		sub, err := project.OpenAt(h.dir, name, true)
 		if err != nil {
 			w.unreadable()
 			continue
@@ -173,12 +175,7 @@ func (w *walker) unreadable() {
 
 // readDir reads h's entries within the walk budget.
 func (w *walker) readDir(h *dirHandle) ([]dirent, error) {
-	f, err := h.root.OpenFile(".", dirOpenFlags, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, truncated, err := readDirents(f, h.root, w.budget)
+	entries, truncated, err := readDirents(h.dir, w.budget)
 	w.budget -= len(entries)
 	if truncated {
 		w.limitHit = true
@@ -213,12 +210,19 @@ func cmpKey(a string, aDir bool, b string, bDir bool) int {
 	return strings.Compare(a, b)
 }
 
-// readSmall reads the regular file name through r, at most limit bytes.
-func readSmall(r *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := r.OpenFile(name, fileOpenFlags, 0)
+// readSmallAt reads the regular file name of the directory dir (not
+// through a link), at most limit bytes.
+func readSmallAt(dir *os.File, name string, limit int64) ([]byte, error) {
+	f, err := project.OpenAt(dir, name, false)
 	if err != nil {
 		return nil, err
 	}
+	return readSmallFile(f, limit)
+}
+
+// readSmallFile reads the regular file f, at most limit bytes, and closes
+// it.
+func readSmallFile(f *os.File, limit int64) ([]byte, error) {
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil, errors.New("not a regular file")
@@ -247,14 +251,22 @@ func ignoreAbove(root *os.Root, base string) ignoreStack {
 	return stack
 }
 
-// readIgnoreAt reads an ignore file that is a regular file, not a link.
+// readIgnoreAt reads an ignore file by a path on which no element is a
+// link. Its rules shape what a walk shows; its content is never returned.
 func readIgnoreAt(root *os.Root, rel string) ([]byte, error) {
-	fi, err := root.Lstat(rel)
+	d, err := root.Open(".")
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+	elems := strings.Split(rel, "/")
+	for _, e := range elems[:len(elems)-1] {
+		sub, err := project.OpenAt(d, e, true)
+		d.Close()
+		if err != nil {
+			return nil, err
+		}
+		d = sub
 	}
-	return readSmall(root, rel, maxIgnoreFileBytes)
+	defer d.Close()
+	return readSmallAt(d, elems[len(elems)-1], maxIgnoreFileBytes)
 }
