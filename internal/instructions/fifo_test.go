@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 func TestFIFOIgnoredWithoutBlocking(t *testing.T) {
@@ -108,7 +110,7 @@ func TestOpenFlagsDoNotBlockOnFIFO(t *testing.T) {
 	_, root := e.finder(t, Options{})
 	done := make(chan error, 1)
 	go func() {
-		h, err := root.OpenFile("AGENTS.md", fileOpenFlags, 0)
+		h, _, err := project.Open(root, "AGENTS.md", false)
 		if err == nil {
 			h.Close()
 		}
@@ -117,9 +119,9 @@ func TestOpenFlagsDoNotBlockOnFIFO(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("open with fileOpenFlags: %v", err)
+			t.Fatalf("open with project.Open: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("opening a FIFO with fileOpenFlags blocked")
+		t.Fatal("opening a FIFO with project.Open blocked")
 	}
 }

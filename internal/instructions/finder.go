@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 // Candidate names in priority order, before the configured fallbacks.
@@ -231,13 +233,14 @@ func (f *Finder) scan(ctx context.Context, dir string) ([][]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// Stat first so that only directories are opened; dirOpenFlags guard
-	// against a swap between the two calls where the platform allows.
-	if fi, err := f.root.Stat(dir); err != nil || !fi.IsDir() {
+	// project.Open follows links only to judge where they lead: a
+	// directory that is repository metadata yields no matches.
+	d, _, err := project.Open(f.root, dir, false)
+	if err != nil {
 		return nil, nil
 	}
-	d, err := f.root.OpenFile(dir, dirOpenFlags, 0)
-	if err != nil {
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
 		return nil, nil
 	}
 	defer d.Close()
@@ -268,15 +271,12 @@ func (f *Finder) scan(ctx context.Context, dir string) ([][]string, error) {
 // load reads the candidate rel. ok is false when rel is not usable (see the
 // package doc); err reports a read failure of an opened regular file.
 func (f *Finder) load(rel string) (file File, ok bool, err error) {
-	// Stat through the root follows symlinks only while they stay inside it;
-	// it refuses escaping, absolute and dangling ones.
-	fi, err := f.root.Stat(rel)
-	if err != nil || !fi.Mode().IsRegular() {
-		return File{}, false, nil
-	}
-	// fileOpenFlags keep the open from blocking if a FIFO or device was put
-	// in place after the Stat; the Stat of the open file decides.
-	h, err := f.root.OpenFile(rel, fileOpenFlags, 0)
+	// project.Open follows symlinks only while they stay inside the root,
+	// and refuses a candidate whose real path is repository metadata or a
+	// sensitive file (AGENTS.md → .env): instructions are delivered
+	// unasked, so they must never carry a secret. The Stat of the open
+	// file decides the rest.
+	h, _, err := project.Open(f.root, rel, false)
 	if err != nil {
 		return File{}, false, nil
 	}

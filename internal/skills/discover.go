@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,10 +41,28 @@ func (s *source) id(dir string) string {
 	return "sk_" + base64.RawURLEncoding.EncodeToString(sum[:])[:16]
 }
 
+// skillDir is where a skill directory really is: its path inside its
+// source's root with every link resolved (project.Open). Its SKILL.md and
+// support files are opened through that root by their real paths below
+// it, so the resolver's rules (no link followed unjudged; repository
+// metadata and sensitive files refused) apply to the real path of each
+// file a skill shows, whatever the links in between.
+type skillDir struct {
+	root *os.Root
+	real string
+}
+
+// path returns the path inside root of rel, relative to the skill directory.
+func (d skillDir) path(rel string) string { return path.Join(d.real, rel) }
+
+// inside reports whether the real path real lies below the skill directory.
+func (d skillDir) inside(real string) bool {
+	return d.real == "." || strings.HasPrefix(real, d.real+"/")
+}
+
 // visitFunc is called for each skill directory, in source order and then
-// name order; skillRoot is open for the call only. Returning stop ends the
-// visit.
-type visitFunc func(src *source, dir string, skillRoot *os.Root) (stop bool, err error)
+// name order. Returning stop ends the visit.
+type visitFunc func(src *source, dir string, sd skillDir) (stop bool, err error)
 
 // visit calls fn for every skill of every source (see the package doc for
 // what counts as one).
@@ -79,19 +98,29 @@ func visitSource(ctx context.Context, src *source, fn visitFunc) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		// OpenRoot follows a symlinked skill directory only while it stays
-		// inside src.root; it refuses non-directories.
-		sr, err := src.root.OpenRoot(src.path(name))
+		// A symlinked skill directory is followed only while it stays
+		// inside src.root, and judged by where it leads.
+		d, real, err := project.Open(src.root, src.path(name), false)
 		if err != nil {
 			continue
 		}
-		if fi, err := sr.Stat(SkillFile); err != nil || !fi.Mode().IsRegular() {
-			sr.Close()
+		fi, err := d.Stat()
+		d.Close()
+		if err != nil || !fi.IsDir() {
 			continue
 		}
+		sd := skillDir{root: src.root, real: real}
+		if f, fr, err := project.Open(src.root, sd.path(SkillFile), false); err != nil {
+			continue
+		} else {
+			fi, err := f.Stat()
+			f.Close()
+			if err != nil || !fi.Mode().IsRegular() || !sd.inside(fr) {
+				continue
+			}
+		}
 		found++
-		stop, err := fn(src, name, sr)
-		sr.Close()
+		stop, err := fn(src, name, sd)
 		if err != nil || stop {
 			return stop, err
 		}
@@ -108,13 +137,12 @@ func scanSource(ctx context.Context, src *source) ([]string, error) {
 	if dir == "" {
 		dir = "."
 	}
-	// Stat first so that only directories are opened; dirOpenFlags guard
-	// against a swap between the two calls where the platform allows.
-	if fi, err := src.root.Stat(dir); err != nil || !fi.IsDir() {
+	d, _, err := project.Open(src.root, dir, false)
+	if err != nil {
 		return nil, nil
 	}
-	d, err := src.root.OpenFile(dir, dirOpenFlags, 0)
-	if err != nil {
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
 		return nil, nil
 	}
 	defer d.Close()
@@ -146,17 +174,17 @@ func scanSource(ctx context.Context, src *source) ([]string, error) {
 
 // find calls fn for the skill with skillId id, or returns an error wrapping
 // ErrNotFound.
-func (c *Catalog) find(ctx context.Context, projectRoot *os.Root, id string, fn func(src *source, dir string, skillRoot *os.Root) error) error {
+func (c *Catalog) find(ctx context.Context, projectRoot *os.Root, id string, fn func(src *source, dir string, sd skillDir) error) error {
 	if !validID(id) {
 		return fmt.Errorf("skills: %w", ErrNotFound)
 	}
 	found := false
-	err := c.visit(ctx, projectRoot, func(src *source, dir string, sr *os.Root) (bool, error) {
+	err := c.visit(ctx, projectRoot, func(src *source, dir string, sd skillDir) (bool, error) {
 		if src.id(dir) != id {
 			return false, nil
 		}
 		found = true
-		return true, fn(src, dir, sr)
+		return true, fn(src, dir, sd)
 	})
 	if err != nil {
 		return err
@@ -183,9 +211,9 @@ func validID(id string) bool {
 // readSkill reads SKILL.md of a skill directory and returns its metadata and
 // sanitized body. A skill that cannot be used gets an Error, its directory
 // name as Name, and an empty body.
-func readSkill(src *source, dir string, sr *os.Root) (Skill, string) {
+func readSkill(src *source, dir string, sd skillDir) (Skill, string) {
 	s := Skill{ID: src.id(dir), Name: cleanText(dir, MaxNameRunes), Trust: src.trust, Source: src.kind}
-	data, msg := readSkillFile(sr)
+	data, msg := readSkillFile(sd)
 	if msg != "" {
 		s.Error = msg
 		return s, ""
@@ -210,15 +238,19 @@ func readSkill(src *source, dir string, sr *os.Root) (Skill, string) {
 	return s, cleanBody(p.body)
 }
 
-// readSkillFile reads SKILL.md of the skill directory sr. msg, when not
+// readSkillFile reads SKILL.md of the skill directory sd. msg, when not
 // empty, is the Error of a skill whose file cannot be used.
-func readSkillFile(sr *os.Root) (data []byte, msg string) {
+func readSkillFile(sd skillDir) (data []byte, msg string) {
 	const unreadable = "SKILL.md could not be read"
 	tooLarge := fmt.Sprintf("SKILL.md is larger than %d bytes and was not read", MaxFileBytes)
-	// fileOpenFlags keep the open from blocking if a FIFO was put in place
-	// after the caller's Stat; the Stat of the open file decides.
-	h, err := sr.OpenFile(SkillFile, fileOpenFlags, 0)
+	// The Stat of the open file decides; its real path must stay inside
+	// the skill directory.
+	h, real, err := project.Open(sd.root, sd.path(SkillFile), false)
 	if err != nil {
+		return nil, unreadable
+	}
+	if !sd.inside(real) {
+		h.Close()
 		return nil, unreadable
 	}
 	defer h.Close()
@@ -279,9 +311,11 @@ func validName(name string) bool {
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }
 
-// supportFiles lists the support files of the skill directory sr,
-// breadth-first, bounded (see Loaded.Files).
-func supportFiles(ctx context.Context, sr *os.Root) (files []string, truncated bool, err error) {
+// supportFiles lists the support files of the skill directory sd,
+// breadth-first, bounded (see Loaded.Files). Every file is judged by its
+// real path inside sd's root: a sensitive file or repository metadata is
+// never listed, also behind a link.
+func supportFiles(ctx context.Context, sd skillDir) (files []string, truncated bool, err error) {
 	files = []string{}
 	queue := []string{"."}
 	seen := 0
@@ -291,7 +325,7 @@ func supportFiles(ctx context.Context, sr *os.Root) (files []string, truncated b
 			if err := ctx.Err(); err != nil {
 				return nil, false, err
 			}
-			names, types, stopped := readDirNames(sr, dir, maxWalkEntries-seen)
+			names, types, stopped := readDirNames(sd, dir, maxWalkEntries-seen)
 			seen += len(names)
 			if stopped {
 				truncated = true
@@ -301,7 +335,9 @@ func supportFiles(ctx context.Context, sr *os.Root) (files []string, truncated b
 				if dir != "." {
 					rel = dir + "/" + name
 				}
-				if strings.HasPrefix(name, ".") || !validName(name) || rel == SkillFile {
+				full := sd.path(rel)
+				if strings.HasPrefix(name, ".") || !validName(name) || rel == SkillFile ||
+					project.IsSensitive(full) || project.IsRepositoryMetadata(full) {
 					continue
 				}
 				switch t := types[i]; {
@@ -312,14 +348,18 @@ func supportFiles(ctx context.Context, sr *os.Root) (files []string, truncated b
 						truncated = true
 					}
 				case t.IsRegular(), t&fs.ModeSymlink != 0:
-					if project.IsSensitive(rel) {
-						continue
-					}
 					// A symlink counts when it resolves, inside the skill
-					// directory, to a regular file; symlinked directories are
-					// not walked (no cycles).
+					// directory, to a regular file that is neither sensitive
+					// nor repository metadata; symlinked directories are not
+					// walked (no cycles).
 					if t&fs.ModeSymlink != 0 {
-						if fi, err := sr.Stat(rel); err != nil || !fi.Mode().IsRegular() {
+						f, real, err := project.Open(sd.root, full, false)
+						if err != nil {
+							continue
+						}
+						fi, err := f.Stat()
+						f.Close()
+						if err != nil || !fi.Mode().IsRegular() || !sd.inside(real) {
 							continue
 						}
 					}
@@ -344,19 +384,20 @@ func supportFiles(ctx context.Context, sr *os.Root) (files []string, truncated b
 	return files, truncated, nil
 }
 
-// readDirNames returns up to max entries of dir (sorted by name) and their
-// types; stopped is set when more remained. A directory that cannot be
-// opened or read yields what was read.
-func readDirNames(sr *os.Root, dir string, max int) (names []string, types []fs.FileMode, stopped bool) {
+// readDirNames returns up to max entries of dir, relative to the skill
+// directory sd (sorted by name), and their types; stopped is set when more
+// remained. A directory that cannot be opened or read, or that is no
+// longer where the walk found it (a link swapped in), yields nothing.
+func readDirNames(sd skillDir, dir string, max int) (names []string, types []fs.FileMode, stopped bool) {
 	if max <= 0 {
 		return nil, nil, true
 	}
-	d, err := sr.OpenFile(dir, dirOpenFlags, 0)
+	d, real, err := project.Open(sd.root, sd.path(dir), false)
 	if err != nil {
 		return nil, nil, false
 	}
 	defer d.Close()
-	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() || real != sd.path(dir) {
 		return nil, nil, false
 	}
 	entries, err := d.ReadDir(max + 1)

@@ -186,8 +186,8 @@ func New(trustedDirs []string) (*Catalog, error) {
 // contain a host path.
 func (c *Catalog) List(ctx context.Context, projectRoot *os.Root) ([]Skill, error) {
 	out := []Skill{}
-	err := c.visit(ctx, projectRoot, func(src *source, dir string, skillRoot *os.Root) (bool, error) {
-		s, _ := readSkill(src, dir, skillRoot)
+	err := c.visit(ctx, projectRoot, func(src *source, dir string, sd skillDir) (bool, error) {
+		s, _ := readSkill(src, dir, sd)
 		out = append(out, s)
 		return false, nil
 	})
@@ -271,12 +271,12 @@ func matches(s Skill, terms []string) bool {
 // or I/O failures and never contain a host path.
 func (c *Catalog) Load(ctx context.Context, projectRoot *os.Root, id string) (*Loaded, error) {
 	var out *Loaded
-	err := c.find(ctx, projectRoot, id, func(src *source, dir string, skillRoot *os.Root) error {
-		s, body := readSkill(src, dir, skillRoot)
+	err := c.find(ctx, projectRoot, id, func(src *source, dir string, sd skillDir) error {
+		s, body := readSkill(src, dir, sd)
 		if s.Error != "" {
 			return fmt.Errorf("skills: %w: %s", ErrInvalid, s.Error)
 		}
-		files, truncated, err := supportFiles(ctx, skillRoot)
+		files, truncated, err := supportFiles(ctx, sd)
 		if err != nil {
 			return err
 		}

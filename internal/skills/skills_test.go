@@ -493,7 +493,7 @@ func TestOpenSupport(t *testing.T) {
 	}
 	data, err := r.ReadFile(rel)
 	r.Close()
-	if err != nil || string(data) != "print('fill')\n" || rel != "scripts/fill.py" {
+	if err != nil || string(data) != "print('fill')\n" || rel != ".agents/skills/pdf/scripts/fill.py" {
 		t.Errorf("read %q = %q, %v", rel, data, err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/devspace-dev/devspace/internal/project"
 )
@@ -40,14 +41,17 @@ func ParseURI(uri string) (id, rel string, ok bool) {
 // inside the skill's own directory, so neither ".." nor a symlink can reach
 // the skill's siblings, its source directory or the rest of the Project.
 //
-// It returns an *os.Root of the skill directory, which the caller owns and
-// must close, and the cleaned rel, which exists (it may be a directory; the
-// caller reads it through the root with its usual checks). Errors wrap
-// ErrNotLoaded (skill not in loaded), project.ErrPathDenied (malformed URI,
-// rel refused by CleanRel, or a symlink leading out of the skill directory,
-// also a dangling one) or ErrNotFound (no such skill now, or no such file);
-// other errors are ctx's or scrubbed I/O failures. No error contains a host
-// path. projectRoot is borrowed; nil means no repository source.
+// It returns an *os.Root of the skill's source (the Project, or the
+// trusted directory), which the caller owns and must close, and the real
+// path of the file inside it, which exists (it may be a directory; the
+// caller reads it through the root with its usual checks, so the
+// sensitive-file and repository-metadata rules apply to that real path).
+// Errors wrap ErrNotLoaded (skill not in loaded), project.ErrPathDenied
+// (malformed URI, rel refused by CleanRel, a symlink leading out of the
+// skill directory, also a dangling one, or repository metadata) or
+// ErrNotFound (no such skill now, or no such file); other errors are
+// ctx's or scrubbed I/O failures. No error contains a host path.
+// projectRoot is borrowed; nil means no repository source.
 func (c *Catalog) OpenSupport(ctx context.Context, projectRoot *os.Root, uri string, loaded map[string]bool) (*os.Root, string, error) {
 	id, rel, ok := ParseURI(uri)
 	if !ok {
@@ -61,28 +65,35 @@ func (c *Catalog) OpenSupport(ctx context.Context, projectRoot *os.Root, uri str
 		return nil, "", fmt.Errorf("skills: %w: load the skill first", ErrNotLoaded)
 	}
 	var out *os.Root
-	err = c.find(ctx, projectRoot, id, func(src *source, dir string, _ *os.Root) error {
-		// A root of its own, since the visit closes the one it lends.
-		r, err := src.root.OpenRoot(src.path(dir))
+	var real string
+	err = c.find(ctx, projectRoot, id, func(src *source, dir string, sd skillDir) error {
+		r, _, err := project.RealPath(sd.root, sd.path(clean))
 		if err != nil {
+			return err
+		}
+		if !sd.inside(r) && r != sd.real {
+			return &project.PathError{Reason: project.ReasonSymlink}
+		}
+		// A root of its own, since the visit's belongs to the caller or
+		// the catalog.
+		if out, err = sd.root.OpenRoot("."); err != nil {
 			return fmt.Errorf("skills: %w", ErrNotFound)
 		}
-		out = r
+		real = r
 		return nil
 	})
 	if err != nil {
-		return nil, "", err
-	}
-	if _, err := out.Stat(clean); err != nil {
-		out.Close()
+		if out != nil {
+			out.Close()
+		}
 		err = project.Classify(err)
 		switch {
-		case errors.Is(err, project.ErrPathDenied):
+		case errors.Is(err, project.ErrPathDenied), errors.Is(err, ErrNotFound), errors.Is(err, ErrNotLoaded):
 			return nil, "", fmt.Errorf("skills: %w", err)
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 			return nil, "", fmt.Errorf("skills: %w: no such support file", ErrNotFound)
 		}
 		return nil, "", fmt.Errorf("skills: support file: %w", project.Scrub(err))
 	}
-	return out, clean, nil
+	return out, real, nil
 }
