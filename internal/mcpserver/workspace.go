@@ -61,6 +61,12 @@ func (s *Server) pathDenied(err error) *ToolError {
 		reason = pe.Reason
 	}
 	s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
+	if reason == project.ReasonRepository {
+		te := toolErr("path_denied", catSafety,
+			"Repository metadata (.git) is not Project content: no tool reads or writes it; review Git state with show_changes.", "show_changes")
+		te.Details = map[string]any{"reason": reason}
+		return te
+	}
 	te := toolErr("path_denied", catSafety, "That path is outside the Project or not allowed ("+reason+"); use a path relative to the Project root.")
 	te.Details = map[string]any{"reason": reason}
 	return te

@@ -98,6 +98,11 @@ type FileResult struct {
 	Replaced        string      `json:"-"`
 	ReplacedMode    fs.FileMode `json:"-"`
 	ReplacedContent []byte      `json:"-"`
+	// Sensitive says the path (or MovedFrom) is a sensitive file, as
+	// written or where it really leads, patched with AllowSensitive: no
+	// record keeps its content (the journal shows a stub with the hashes;
+	// undo keeps no snapshot of it).
+	Sensitive bool `json:"-"`
 }
 
 // Result is the outcome of a successful Apply or Restore.
@@ -155,9 +160,14 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 	}
 	paths := p.Paths()
 	resolve := project.NewDirResolver(root)
+	sensitive := map[string]bool{}
 	for _, ph := range paths {
-		if err := checkSensitive(resolve, ph, opts.AllowSensitive); err != nil {
+		sens, err := checkTarget(resolve, ph, opts.AllowSensitive)
+		if err != nil {
 			return nil, err
+		}
+		if sens {
+			sensitive[ph] = true
 		}
 	}
 	pres, err := cleanPreconditions(pre)
@@ -204,6 +214,7 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 		return nil, err
 	}
 	res.CreatedDirs = t.created
+	markSensitive(res, sensitive)
 	return res, nil
 }
 

@@ -99,6 +99,11 @@ func renderFile(b *strings.Builder, f FileResult) {
 		fmt.Fprintf(b, "rename from %s\nrename to %s\n", f.MovedFrom, f.Path)
 	}
 	fmt.Fprintf(b, "--- %s\n+++ %s\n", oldName, newName)
+	if f.Sensitive {
+		// A secret never reaches a record, even one allowSensitive wrote.
+		fmt.Fprintf(b, "(sensitive file: content not recorded; before %s, after %s)\n", orNone(f.Before), orNone(f.After))
+		return
+	}
 	if (f.Before != "" && before == nil) || (f.After != "" && after == nil) {
 		b.WriteString("(content not recorded)\n")
 		return
@@ -108,6 +113,13 @@ func renderFile(b *strings.Builder, f FileResult) {
 		return
 	}
 	unifiedDiff(b, splitKeep(before), splitKeep(after), 3)
+}
+
+func orNone(hash string) string {
+	if hash == "" {
+		return "none"
+	}
+	return hash
 }
 
 // splitKeep splits content into lines that keep their terminators.

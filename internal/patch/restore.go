@@ -112,6 +112,7 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 	}
 	want := make([]FileState, len(states))
 	seen := make(map[string]bool, len(states))
+	sensitive := map[string]bool{}
 	resolve := project.NewDirResolver(root)
 	var total int64
 	for i, s := range states {
@@ -126,8 +127,12 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 			return nil, fmt.Errorf("%w: %s is named twice", ErrInvalidPatch, ph)
 		}
 		seen[ph] = true
-		if err := checkSensitive(resolve, ph, opts.AllowSensitive); err != nil {
+		sens, err := checkTarget(resolve, ph, opts.AllowSensitive)
+		if err != nil {
 			return nil, err
+		}
+		if sens {
+			sensitive[ph] = true
 		}
 		if s.Absent {
 			s.Content = nil
@@ -170,6 +175,7 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 
 	pl := &plan{rmdirs: dirs}
 	res := &Result{Files: []FileResult{}}
+	defer markSensitive(res, sensitive)
 	for i, s := range want {
 		st := current[i]
 		fr := FileResult{Path: s.Path}

@@ -354,6 +354,11 @@ func snapFiles(res *patch.Result, resolve Resolver, contents map[string][]byte) 
 		return &manifestState{Hash: hash, Mode: mode.Perm()}
 	}
 	for _, f := range res.Files {
+		if f.Sensitive {
+			return nil, ReasonSensitive // no content of a secret is kept
+		}
+	}
+	for _, f := range res.Files {
 		switch f.Action {
 		case patch.ActionMove:
 			files = append(files,
