@@ -125,6 +125,8 @@ type fileState struct {
 	mode    fs.FileMode
 	content []byte
 	hash    string
+	// sensitive: the file read is a sensitive one by its real path.
+	sensitive bool
 }
 
 // Apply applies p atomically to the tree under root. Every path in
@@ -195,6 +197,13 @@ func Apply(ctx context.Context, root *os.Root, p *Patch, pre map[string]Precondi
 		st, err := readState(root, ph, MaxTotalBytes-total)
 		if err != nil {
 			return nil, err
+		}
+		if st.sensitive {
+			// What was read is a secret, whatever the check before saw.
+			if !opts.AllowSensitive {
+				return nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSensitive}}
+			}
+			sensitive[ph] = true
 		}
 		total += int64(len(st.content))
 		states[ph] = st
@@ -277,7 +286,10 @@ func openState(root *os.Root, ph string, budget int64) (_ *fileState, _ *os.File
 	if fi.Size() > MaxFileBytes || fi.Size() > budget {
 		return nil, nil, &FileError{Path: ph, Err: fmt.Errorf("%w: file of %d bytes", ErrTooLarge, fi.Size())}
 	}
-	f, err := root.Open(ph)
+	// The resolver opens what the path really names (no link followed
+	// unjudged, never repository metadata); the caller learns whether that
+	// is a sensitive file from the state.
+	f, real, err := project.Open(root, ph, true)
 	if err != nil {
 		return nil, nil, fileErr(ph, err)
 	}
@@ -297,7 +309,8 @@ func openState(root *os.Root, ph string, budget int64) (_ *fileState, _ *os.File
 	if int64(len(content)) > limit {
 		return nil, nil, &FileError{Path: ph, Err: fmt.Errorf("%w: the file grew past the limit", ErrTooLarge)}
 	}
-	return &fileState{exists: true, mode: fi.Mode().Perm(), content: content, hash: HashContent(content)}, f, nil
+	return &fileState{exists: true, mode: fi.Mode().Perm(), content: content, hash: HashContent(content),
+		sensitive: project.IsSensitive(ph) || project.IsSensitive(real)}, f, nil
 }
 
 // readLimited reads f, expected to hold size bytes, up to limit+1 bytes.

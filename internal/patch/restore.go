@@ -163,6 +163,12 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 		if err != nil {
 			return nil, err
 		}
+		if st.sensitive {
+			if !opts.AllowSensitive {
+				return nil, &FileError{Path: s.Path, Err: &project.PathError{Reason: project.ReasonSensitive}}
+			}
+			sensitive[s.Path] = true
+		}
 		total += int64(len(st.content))
 		current[i] = st
 		if s.Expect == "" && st.exists || s.Expect != "" && (!st.exists || !strings.EqualFold(s.Expect, st.hash)) {
