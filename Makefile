@@ -10,7 +10,7 @@ export CGO_ENABLED ?= 0
 .PHONY: help build run test test-deps lint bench microbench load crash fuzz FORCE inspector-check e2e e2e-image image helm-lint clean
 
 help: ## list targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build the static binary into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
