@@ -3,15 +3,21 @@
 // pattern) and grep (search file contents for a literal or an RE2 pattern).
 // It knows nothing of MCP: results are plain structs with JSON tags.
 //
-// Every file is reached through the Project's *os.Root, and every
-// model-supplied path is checked with project.CleanRel first. Walks:
+// Every model-supplied path is checked with project.CleanRel first, then
+// opened with project.Open: element by element from the Project root's
+// descriptor, links read and judged, never followed blindly. An explicit
+// operation path may pass through links that stay inside the Project; it
+// is judged (sensitive files, repository metadata) by its real path, and
+// results name what the caller asked for. Walks:
 //
-//   - never follow symbolic links: a link is listed as a "symlink" entry by
-//     ls and glob, and grep neither descends into linked directories nor
-//     reads linked files (like ripgrep without --follow). An explicit
-//     operation path may pass through links that stay inside the Project
-//     (the root enforces it);
-//   - skip every entry named .git, and refuse explicit paths inside one;
+//   - never follow symbolic links: every entry is opened by name from its
+//     directory's descriptor with O_NOFOLLOW (project.OpenAt), so a link
+//     swapped in after the directory was read is not followed; a link is
+//     listed as a "symlink" entry by ls and glob, and grep neither
+//     descends into linked directories nor reads linked files (like
+//     ripgrep without --follow);
+//   - skip every entry that is repository metadata (.git in any spelling,
+//     project.IsRepositoryMetadata), and refuse explicit paths inside one;
 //   - honour .gitignore files (the Project root's and nested ones, which
 //     need no Git repository) and .git/info/exclude, unless the operation
 //     sets includeIgnored. Ignore files above the Project root are never
