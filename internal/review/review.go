@@ -106,6 +106,9 @@ var (
 	// process filters, or textconv or external diff drivers, which Git could
 	// run while diffing; nothing was diffed.
 	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
+	// ErrRepositoryUnsafe: the repository's metadata points outside the
+	// locations allowed for it; Git was not run.
+	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")
 	// ErrGit: Git could not be started, failed, or printed something this
 	// package could not parse.
 	ErrGit = errors.New("git failed")
@@ -223,20 +226,23 @@ type FileChange struct {
 // a Project root that is exactly its Git top level (also before the first
 // commit). It never writes to the repository.
 //
-// Errors: ErrNotRepository, ErrNotTopLevel, ErrUnsafeFilters and ErrGit
-// (wrapped); the error of ctx, also context.DeadlineExceeded when
-// Options.Timeout expires; a filesystem error when rootPath cannot be
-// resolved. It never returns (nil, nil).
+// It first checks the repository's metadata with OpenRepository, allowing
+// nothing outside rootPath, and runs no Git when that fails.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel, ErrRepositoryUnsafe,
+// ErrUnsafeFilters and ErrGit (wrapped); the error of ctx, also
+// context.DeadlineExceeded when Options.Timeout expires; a filesystem error
+// when rootPath cannot be resolved. It never returns (nil, nil).
 func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
-	root, err := canonical(rootPath)
+	repo, err := OpenRepository(rootPath)
 	if err != nil {
-		return nil, fmt.Errorf("review: resolve root: %w", err)
+		return nil, err
 	}
-	g := &gitRunner{r: r, dir: root}
-	format, err := g.checkTopLevel(ctx)
+	g := &gitRunner{r: r, repo: repo}
+	format, err := g.checkRepository(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +265,7 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, erro
 	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
 		return nil, err
 	}
-	if err := b.untracked(ctx, g, root); err != nil {
+	if err := b.untracked(ctx, g, repo.WorkTree); err != nil {
 		return nil, err
 	}
 
