@@ -19,17 +19,22 @@ type configEntry struct {
 // headers [section], [section "subsection"] and the legacy
 // [section.subsection] (also followed by a variable on the same line),
 // variables with or without "= value", quoted value parts, the escapes \\
-// \" \n \t \b and backslash-newline continuations. Whatever Git itself
-// would reject is an error here too, so a file this parser cannot read is
-// never half understood.
+// \" \n \t \b and backslash-newline continuations, variables before any
+// section. Whatever Git itself would reject is an error here too, and so is
+// a NUL byte (which Git would cut a value at), so a file this parser cannot
+// read is never half understood. TestParseConfigMatchesGit compares it with
+// Git.
 func parseConfig(data []byte) ([]configEntry, error) {
+	if strings.IndexByte(string(data), 0) >= 0 {
+		// Git cuts a value at a NUL; refusing is simpler than mimicking.
+		return nil, errors.New("NUL byte in configuration")
+	}
 	p := &configParser{s: strings.ReplaceAll(string(data), "\r\n", "\n")}
 	if strings.HasPrefix(p.s, "\xef\xbb\xbf") {
 		p.s = p.s[3:] // Git skips a UTF-8 BOM
 	}
 	var out []configEntry
-	var section, subsection string
-	haveSection := false
+	var section, subsection string // Git accepts variables before any section, with none
 	for {
 		c, ok := p.next()
 		if !ok {
@@ -47,13 +52,9 @@ func parseConfig(data []byte) ([]configEntry, error) {
 			if err != nil {
 				return nil, err
 			}
-			haveSection = true
 			continue
 		case !isAlpha(c):
 			return nil, errors.New("bad config line")
-		}
-		if !haveSection {
-			return nil, errors.New("variable outside any section")
 		}
 		e, err := p.variable(c)
 		if err != nil {
@@ -152,9 +153,6 @@ func (p *configParser) header() (section, subsection string, err error) {
 			if c, ok = p.next(); !ok || c != ']' {
 				return "", "", errors.New("bad section header")
 			}
-			if strings.Contains(b.String(), ".") {
-				return "", "", errors.New("bad section name")
-			}
 			return lower(b.String()), sub.String(), nil
 		case isKeyChar(c) || c == '.':
 			b.WriteByte(c)
@@ -241,7 +239,7 @@ func (p *configParser) value() (string, error) {
 		case '\\':
 			c, ok = p.next()
 			if !ok {
-				return "", errors.New("bad escape")
+				return b.String(), nil // Git reads end of file as a newline
 			}
 			switch c {
 			case '\n':
