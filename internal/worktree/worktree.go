@@ -12,9 +12,16 @@
 // commit it was created from (Worktree.BaseCommit); it also keeps that commit
 // reachable. Both refs live in the source repository.
 //
-// Git. Every invocation goes through review.Git: scrubbed environment, no
-// system or global configuration, fsmonitor, hooks and transports off,
-// process-group kill. Creating and removing a worktree write to the source
+// Git. Every operation first checks the source repository's metadata with
+// review.OpenRepository (nothing may point outside the Project root) and,
+// for an existing worktree, the worktree's (it may point into the worktree
+// and the source Project root only); when that fails it returns
+// review.ErrRepositoryUnsafe (wrapped) and runs no Git. Every invocation
+// then goes through review.Git on the verified repository: explicit
+// GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE, scrubbed environment, no
+// system or global configuration, fsmonitor, hooks, pager and transports
+// off, process-group kill. After `git worktree add` the worktree's .git
+// file is rewritten relative, so it names no host path (see relativize). Creating and removing a worktree write to the source
 // repository's .git (worktrees/ metadata, refs), which is the point of this
 // package. Before Git compares work tree content (Dirty; `git worktree add`,
 // whose checkout runs smudge filters; `git worktree remove`, which runs
@@ -71,8 +78,10 @@ const maxKeyLen = 128
 // Errors returned by the Manager. The worktree package owns them; they come
 // wrapped with lowercase context meant for logs, so test them with
 // errors.Is. The MCP edge maps ErrNotRepository, ErrNotTopLevel, ErrNoCommits
-// and ErrUnsafe to project_worktree_unavailable and ErrDirty to
-// project_worktree_dirty.
+// and ErrUnsafe to project_worktree_unavailable, ErrDirty to
+// project_worktree_dirty, and review.ErrRepositoryUnsafe, which every
+// operation may return (wrapped) when repository metadata points outside
+// the allowed directories, to repository_unsafe.
 var (
 	// ErrNotRepository: the Project root is not inside a Git work tree.
 	ErrNotRepository = errors.New("project root is not in a git repository")
