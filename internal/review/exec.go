@@ -41,7 +41,7 @@ type GitOptions struct {
 // subcommand, and commands such as `worktree add` write to the repository.
 // Callers that let Git compare work tree content (diff-files, status, or a
 // command running them such as `worktree remove` without --force) must call
-// CheckFilters first, as Changes does.
+// CheckContent first, as Changes does.
 //
 // A Git holds no mutable state and is safe for concurrent use; the zero value
 // is not usable, use NewGit.
@@ -126,14 +126,18 @@ func (g *Git) Check(ctx context.Context, repo *Repository) error {
 	})
 }
 
-// CheckFilters returns ErrUnsafeFilters (wrapped) when the configuration Git
-// uses in repo defines an executable filter or diff driver (see the package
-// doc); Git must not then compare work tree content there.
+// CheckContent runs the checks due before Git compares work tree content
+// in repo (diff-files, status, a checkout): it returns ErrUnsafeFilters
+// (wrapped) when the configuration Git uses defines an executable filter or
+// diff driver, and ErrRepositoryUnsafe (wrapped) when a checked-out
+// submodule's metadata leads outside the directories repo was opened with
+// (see the package doc). Git must not then compare work tree content there.
 //
-// Errors: ErrUnsafeFilters and ErrGit (wrapped); the error of ctx.
-func (g *Git) CheckFilters(ctx context.Context, repo *Repository) error {
+// Errors: ErrUnsafeFilters, ErrRepositoryUnsafe and ErrGit (wrapped); the
+// error of ctx.
+func (g *Git) CheckContent(ctx context.Context, repo *Repository) error {
 	return g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
-		return r.checkFilters(ctx)
+		return r.checkContent(ctx)
 	})
 }
 
@@ -214,7 +218,7 @@ func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source stri
 	if res.exitCode != 0 || !bytes.Equal(bytes.TrimSpace(res.stdout), []byte(base)) {
 		return nil, fmt.Errorf("review: base %s is not a commit of the repository: %w", base, ErrGit)
 	}
-	if err := g.checkFilters(ctx); err != nil {
+	if err := g.checkContent(ctx); err != nil {
 		return nil, err
 	}
 

@@ -209,6 +209,51 @@ func isHex(s string) bool {
 	return true
 }
 
+// indexListCap bounds `ls-files --stage` output, about 100 bytes per
+// tracked file.
+const indexListCap = 64 << 20
+
+// checkContent runs the checks due before Git compares work tree content:
+// checkFilters, then checkSubmodules.
+func (g *gitRunner) checkContent(ctx context.Context) error {
+	if err := g.checkFilters(ctx); err != nil {
+		return err
+	}
+	return g.checkSubmodules(ctx)
+}
+
+// checkSubmodules returns ErrRepositoryUnsafe (wrapped) when a submodule
+// checked out in the work tree has metadata leading outside the allowed
+// directories. Whenever a gitlink's directory exists, diff-files (even
+// with --ignore-submodules=all) and `git status` resolve that submodule's
+// HEAD through its .git, which is work tree content a write grant can point
+// anywhere.
+func (g *gitRunner) checkSubmodules(ctx context.Context) error {
+	res, err := g.run(ctx, indexListCap, "ls-files", "-z", "--stage")
+	if err != nil {
+		return err
+	}
+	if res.truncated {
+		return fmt.Errorf("review: index listing over %d bytes: %w", indexListCap, ErrGit)
+	}
+	if res.exitCode != 0 {
+		return g.failed("ls-files", res)
+	}
+	for _, e := range bytes.Split(res.stdout, []byte{0}) {
+		if !bytes.HasPrefix(e, []byte("160000 ")) {
+			continue
+		}
+		_, path, ok := bytes.Cut(e, []byte{'\t'})
+		if !ok {
+			return fmt.Errorf("review: unexpected git ls-files output: %w", ErrGit)
+		}
+		if err := g.repo.checkSubmodule(string(path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkFilters returns ErrUnsafeFilters when the configuration Git uses in
 // the repository defines an executable filter or diff driver (see the package doc).
 func (g *gitRunner) checkFilters(ctx context.Context) error {

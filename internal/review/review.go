@@ -38,7 +38,11 @@
 //     others (see hardening in git.go); diffs add --no-ext-diff
 //     --no-textconv --no-color and --ignore-submodules=dirty (a dirty check
 //     would run `git status` inside the submodule, under the submodule's
-//     own config).
+//     own config). Comparing a checked-out submodule's commit still reads
+//     its HEAD and refs through its .git, which is work tree content a
+//     write grant can point anywhere: before any diff, every gitlink whose
+//     directory holds a .git is checked like the repository itself
+//     (ErrRepositoryUnsafe).
 //   - The environment is built from scratch: PATH (the server's), the
 //     verified GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE (Git does not look
 //     them up again), GIT_CEILING_DIRECTORIES, HOME and XDG paths pointing
@@ -272,7 +276,7 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := g.checkFilters(ctx); err != nil {
+	if err := g.checkContent(ctx); err != nil {
 		return nil, err
 	}
 

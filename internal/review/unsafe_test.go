@@ -4,6 +4,7 @@ package review
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +100,47 @@ func TestChangesRunsNoFilters(t *testing.T) {
 	testutil.Git(t, root, "diff")
 	if m := testutil.Markers(t, markers); len(m) == 0 {
 		t.Fatal("control: plain git diff ran no filter")
+	}
+}
+
+// TestChangesChecksSubmoduleMetadata: a checked-out submodule's .git is
+// work tree content (apply_patch may rewrite it), and diff-files resolves the
+// submodule's HEAD through it whenever its directory exists (even with
+// --ignore-submodules=all). Pointed at an outside repository whose HEAD is
+// a FIFO, Git would block; otherwise it would print that repository's HEAD
+// commit. The review refuses instead; a submodule whose repository lives in
+// .git/modules is reviewed as before.
+func TestChangesChecksSubmoduleMetadata(t *testing.T) {
+	root := testutil.NewRepo(t)
+	testutil.WriteFile(t, root, "a.txt", "a\n")
+	commitAll(t, root)
+	outside := filepath.Join(canonicalTemp(t), "repo")
+	testutil.OutsideRepo(t, outside, false)
+	id := strings.TrimSpace(testutil.Git(t, outside, "rev-parse", "HEAD"))
+	testutil.Git(t, root, "update-index", "--add", "--cacheinfo", "160000,"+id+",sub")
+	testutil.Git(t, root, "commit", "-q", "-m", "submodule")
+
+	// A proper checkout: the submodule's repository inside .git/modules.
+	testutil.Git(t, root, "clone", "-q", "--bare", outside, filepath.Join(root, ".git", "modules", "sub"))
+	testutil.Git(t, filepath.Join(root, ".git", "modules", "sub"), "config", "core.bare", "false")
+	testutil.WriteFile(t, root, "sub/.git", "gitdir: ../.git/modules/sub\n")
+	testutil.Git(t, filepath.Join(root, "sub"), "checkout", "-q", "-f", id)
+	if c, err := New(Options{}).Changes(t.Context(), root); err != nil || len(c.Files) != 0 {
+		t.Fatalf("Changes with a proper submodule = %+v, %v", c, err)
+	}
+
+	// Redirected outside, with a FIFO HEAD.
+	head := filepath.Join(outside, ".git", "HEAD")
+	if err := os.Remove(head); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Mkfifo(t, head)
+	testutil.WriteFile(t, root, "sub/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+	start := time.Now()
+	if _, err := New(Options{Timeout: 5 * time.Second}).Changes(t.Context(), root); !errors.Is(err, ErrRepositoryUnsafe) {
+		t.Errorf("Changes with a submodule leading outside = %v, want ErrRepositoryUnsafe", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %v: something waited on a FIFO", d)
 	}
 }

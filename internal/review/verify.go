@@ -36,6 +36,30 @@ type Repository struct {
 	// CommonDir holds the objects, refs and configuration; it is GitDir
 	// unless GitDir has a commondir file.
 	CommonDir string
+
+	allowed []string // canonical; WorkTree first
+}
+
+// checkSubmodule checks the submodule at the work-tree-relative,
+// slash-separated path rel, when checked out, like OpenRepository with the
+// same allowed directories. A path that is missing, has no .git, or is
+// reached through a symlink is skipped: Git does not look into it either.
+func (r *Repository) checkSubmodule(rel string) error {
+	dir := filepath.Join(r.WorkTree, filepath.FromSlash(rel))
+	if !strings.HasPrefix(dir, r.WorkTree+string(filepath.Separator)) {
+		return unsafe("submodule path leaves the work tree")
+	}
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+		return nil
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ".git")); err != nil {
+		return nil
+	}
+	_, err := OpenRepository(dir, r.allowed...)
+	if errors.Is(err, ErrRepositoryUnsafe) {
+		return fmt.Errorf("review: submodule: %w", err)
+	}
+	return nil
 }
 
 // OpenRepository checks, without running Git, that the repository whose
@@ -68,7 +92,7 @@ func OpenRepository(workTree string, allowed ...string) (*Repository, error) {
 		}
 		v.allowed = append(v.allowed, c)
 	}
-	repo := &Repository{WorkTree: wt}
+	repo := &Repository{WorkTree: wt, allowed: v.allowed}
 	if repo.GitDir, err = v.gitDir(wt); err != nil {
 		return nil, err
 	}

@@ -220,3 +220,36 @@ func TestGitFileRelative(t *testing.T) {
 		t.Error("worktree remains")
 	}
 }
+
+// TestRefusesSubmoduleLeadingOutside: a submodule directory in the worktree
+// whose .git names an outside repository (HEAD a FIFO) stops Dirty and
+// Remove: diff-files and `git status` would read that HEAD.
+func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
+	m := fastManager(t)
+	repo := newRepo(t, true)
+	outside := filepath.Join(canonicalTemp(t), "repo")
+	testutil.OutsideRepo(t, outside, false)
+	id := strings.TrimSpace(testutil.Git(t, outside, "rev-parse", "HEAD"))
+	testutil.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+id+",sub")
+	testutil.Git(t, repo, "commit", "-q", "-m", "submodule")
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := filepath.Join(outside, ".git", "HEAD")
+	if err := os.Remove(head); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Mkfifo(t, head)
+	testutil.WriteFile(t, wt.Path, "sub/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+	start := time.Now()
+	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %v: something waited on a FIFO", d)
+	}
+}

@@ -204,9 +204,11 @@ func (m *Manager) eligible(ctx context.Context, src *review.Repository) (head st
 	return head, nil
 }
 
-// checkFilters maps review's filter check to ErrUnsafe.
+// checkFilters runs review's work tree content checks, mapping the filter
+// check to ErrUnsafe (a submodule leading outside stays
+// review.ErrRepositoryUnsafe).
 func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) error {
-	err := m.git.CheckFilters(ctx, repo)
+	err := m.git.CheckContent(ctx, repo)
 	if errors.Is(err, review.ErrUnsafeFilters) {
 		return fmt.Errorf("worktree: %w", ErrUnsafe)
 	}
