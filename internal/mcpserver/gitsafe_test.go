@@ -161,3 +161,42 @@ func TestWorktreeNamesNoHostPath(t *testing.T) {
 	read, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": ".git"}}}, me)
 	noHostPaths(t, env, opened, changes, read)
 }
+
+// TestWorktreeRedirected: a managed worktree whose .git is made to name a
+// repository outside (as a command in the worktree could) is refused by
+// show_changes and by closing its Thread, which keeps the worktree.
+func TestWorktreeRedirected(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	root := env.Roots["alpha"]
+	git(t, root, "init", "-q")
+	os.WriteFile(filepath.Join(root, "README.md"), []byte("inside\n"), 0o644)
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-qm", "init")
+	outside := filepath.Join(filepath.Dir(filepath.Dir(root)), "outside")
+	testutil.OutsideRepo(t, outside, false)
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("wt")
+	if sc, _ := callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o", "checkoutKind": "worktree"}, me); errCode(sc) != "" {
+		t.Fatalf("open: %v", sc)
+	}
+	dotgits, _ := filepath.Glob(filepath.Join(env.StateDir, "worktrees", "*", "*", ".git"))
+	if len(dotgits) != 1 {
+		t.Fatalf("worktrees: %v", dotgits)
+	}
+	os.WriteFile(dotgits[0], []byte("gitdir: "+filepath.Join(outside, ".git")+"\n"), 0o644)
+	sc, _ := callTool(t, cs, "show_changes", map[string]any{"source": "repository"}, me)
+	if errCode(sc) != "repository_unsafe" || strings.Contains(mustJSON(sc), "secret") {
+		t.Errorf("show_changes: %v", sc)
+	}
+	th, _ := callTool(t, cs, "project_thread_control", map[string]any{"action": "list"}, me)
+	x := th["threads"].([]any)[0].(map[string]any)
+	closed, _ := callTool(t, cs, "project_thread_control", map[string]any{"action": "close", "threadRef": x["threadRef"], "ifMatch": x["revision"]}, me)
+	if errCode(closed) != "repository_unsafe" {
+		t.Errorf("close: %v", closed)
+	}
+	if _, err := os.Stat(dotgits[0]); err != nil {
+		t.Errorf("worktree removed: %v", err)
+	}
+	noHostPaths(t, env, sc, closed)
+}
