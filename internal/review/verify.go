@@ -77,8 +77,9 @@ func (r *Repository) checkSubmodule(rel string) error {
 // ErrNotTopLevel when a parent has one but workTree does not;
 // ErrRepositoryUnsafe when any location leaves the allowed directories, is
 // not the kind of file Git expects there, or cannot be checked within the
-// bounds; all wrapped, their text meant for logs. A filesystem error when
-// workTree cannot be resolved.
+// bounds; all wrapped, their text meant for logs. os.ErrInvalid (wrapped)
+// when an allowed directory is not absolute; a filesystem error when
+// workTree or an allowed directory cannot be resolved.
 func OpenRepository(workTree string, allowed ...string) (*Repository, error) {
 	wt, err := canonical(workTree)
 	if err != nil {
@@ -86,6 +87,9 @@ func OpenRepository(workTree string, allowed ...string) (*Repository, error) {
 	}
 	v := &verifier{allowed: []string{wt}, seen: map[string]bool{}}
 	for _, a := range allowed {
+		if !filepath.IsAbs(a) {
+			return nil, fmt.Errorf("review: allowed directory %q is not absolute: %w", a, os.ErrInvalid)
+		}
 		c, err := canonical(a)
 		if err != nil {
 			return nil, fmt.Errorf("review: resolve allowed directory: %w", err)

@@ -542,7 +542,7 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 
 // owns checks that wt looks like one of this Manager's worktrees.
 func (m *Manager) owns(wt *Worktree) error {
-	if wt == nil || checkKey(wt.Key) != nil || !filepath.IsAbs(wt.Path) ||
+	if wt == nil || checkKey(wt.Key) != nil || !filepath.IsAbs(wt.Path) || !filepath.IsAbs(wt.Source) ||
 		filepath.Base(wt.Path) != wt.Key || filepath.Dir(filepath.Dir(wt.Path)) != m.dir {
 		return fmt.Errorf("worktree: not a managed worktree: %w", os.ErrInvalid)
 	}
