@@ -4,6 +4,7 @@ package review
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,28 @@ func TestChangesChecksSubmoduleMetadata(t *testing.T) {
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("took %v: something waited on a FIFO", d)
+	}
+}
+
+// TestOpenRepositorySpecialFiles: a FIFO in .git is refused (Git would
+// block on it); a socket, such as Git's fsmonitor daemon leaves, is not.
+func TestOpenRepositorySpecialFiles(t *testing.T) {
+	root := testutil.NewRepo(t)
+	testutil.Mkfifo(t, filepath.Join(root, ".git", "info", "exclude.fifo"))
+	if _, err := OpenRepository(root); !errors.Is(err, ErrRepositoryUnsafe) {
+		t.Errorf("FIFO in .git: %v, want ErrRepositoryUnsafe", err)
+	}
+
+	root = testutil.NewRepo(t)
+	ln, err := net.Listen("unix", filepath.Join(root, ".git", "s"))
+	if err != nil {
+		t.Skipf("unix socket: %v", err)
+	}
+	defer ln.Close()
+	if _, err := OpenRepository(root); err != nil {
+		t.Errorf("socket in .git: %v", err)
+	}
+	if _, err := New(Options{}).Changes(t.Context(), root); err != nil {
+		t.Errorf("Changes with a socket in .git: %v", err)
 	}
 }

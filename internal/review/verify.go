@@ -71,7 +71,7 @@ func (r *Repository) checkSubmodule(rel string) error {
 // includeIf.*.path, recursively, also those whose condition does not hold)
 // and core.worktree; and it walks .git (hooks excepted, which no DevSpace
 // Git runs) and every alternate object store refusing symlinks that lead
-// elsewhere and FIFOs, sockets and devices. See the package doc for why.
+// elsewhere, FIFOs and devices. See the package doc for why.
 //
 // Errors: ErrNotRepository when neither workTree nor any parent has a .git;
 // ErrNotTopLevel when a parent has one but workTree does not;
@@ -252,8 +252,9 @@ func (v *verifier) read(what, p string) ([]byte, error) {
 
 // walk checks every entry below dir: directories are descended into,
 // regular files are fine, symlinks must resolve inside the allowed
-// directories (a symlinked directory is walked too), anything else (FIFO,
-// socket, device) is refused. In a repository directory (gitDir set), the
+// directories (a symlinked directory is walked too), sockets are fine
+// (opening one fails at once), anything else (FIFO, device) is refused: Git
+// opening a FIFO blocks. In a repository directory (gitDir set), the
 // hooks directory is skipped: every DevSpace Git has core.hooksPath
 // /dev/null and never reads it.
 func (v *verifier) walk(dir string, gitDir bool) error {
@@ -278,7 +279,9 @@ func (v *verifier) walk(dir string, gitDir bool) error {
 				return filepath.SkipDir
 			}
 			return nil
-		case t.IsRegular():
+		case t.IsRegular(), t&fs.ModeSocket != 0:
+			// Opening a socket fails at once; Git's own fsmonitor daemon
+			// keeps one in .git.
 			return nil
 		case t&fs.ModeSymlink != 0:
 			real, err := filepath.EvalSymlinks(p)
@@ -294,7 +297,7 @@ func (v *verifier) walk(dir string, gitDir bool) error {
 				return unsafe("symlink in repository metadata: %s", errUnsafeUnknown)
 			case fi.IsDir():
 				return v.walk(real, false)
-			case !fi.Mode().IsRegular():
+			case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSocket == 0:
 				return unsafe("repository metadata holds a special file")
 			}
 			return nil
