@@ -21,12 +21,14 @@
 // GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE, scrubbed environment, no
 // system or global configuration, fsmonitor, hooks, pager and transports
 // off, process-group kill. After `git worktree add` the worktree's .git
-// file is rewritten relative, so it names no host path (see relativize). Creating and removing a worktree write to the source
-// repository's .git (worktrees/ metadata, refs), which is the point of this
-// package. Before Git compares work tree content (Dirty; `git worktree add`,
-// whose checkout runs smudge filters; `git worktree remove`, which runs
-// `git status`) the repository's configuration is checked for executable
-// filters and diff drivers, which are refused with ErrUnsafe.
+// file is rewritten relative, so it names no host path (see relativize).
+// Creating and removing a worktree write to the source repository's .git
+// (worktrees/ metadata, refs), which is the point of this package. Before
+// Git compares work tree content (Dirty; `git worktree add`, whose checkout
+// runs smudge filters; `git worktree remove`, which runs `git status`)
+// review.Git.CheckContent refuses executable filters and diff drivers
+// (ErrUnsafe) and checked-out submodules whose metadata leads outside
+// (review.ErrRepositoryUnsafe).
 //
 // Crash safety. Create adds the refs, then runs `git worktree add` directly
 // at the final path; on any failure it removes what it added. A process
@@ -314,7 +316,9 @@ func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Wo
 	if err != nil {
 		return fmt.Errorf("worktree: relative gitdir: %w", err)
 	}
-	tmp := dotgit + ".devspace-tmp"
+	// The temporary file sits next to the worktree, not in it: left behind
+	// by a crash, it must not make the worktree dirty.
+	tmp := filepath.Join(filepath.Dir(wt.Path), "."+wt.Key+".git-tmp")
 	if err := os.WriteFile(tmp, []byte("gitdir: "+filepath.ToSlash(rel)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("worktree: write .git file: %w", err)
 	}
