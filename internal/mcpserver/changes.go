@@ -176,8 +176,6 @@ func (s *Server) sourceRoot(c *call, ref string) (string, bool) {
 
 func reviewError(err error) error {
 	switch {
-	case errors.Is(err, review.ErrRepositoryUnsafe):
-		return repositoryUnsafe()
 	case errors.Is(err, review.ErrNotRepository), errors.Is(err, review.ErrNotTopLevel):
 		return toolErr("repository_review_unavailable", catState,
 			"Repository review needs the Project root to be the top level of a Git repository; use source apply_patch_history instead.")

@@ -88,7 +88,8 @@ func mapError(err error) *ToolError {
 	case errors.Is(err, binding.ErrWriteScopeRequired):
 		return toolErr("project_write_scope_required", catScope, "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
 	case errors.Is(err, review.ErrRepositoryUnsafe):
-		// Before ErrWorktreeUnavailable, which wraps it for worktree opens.
+		// Before ErrWorktreeUnavailable, which wraps it for worktree opens;
+		// show_changes' reviewError passes it through.
 		return repositoryUnsafe()
 	case errors.Is(err, binding.ErrWorktreeUnavailable):
 		return toolErr("project_worktree_unavailable", catState,

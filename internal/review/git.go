@@ -112,9 +112,9 @@ func (g *gitRunner) args(sub []string) []string {
 	return append(a, sub...)
 }
 
-// run runs git with args in the work tree, keeping at most limit bytes of stdout. It
-// returns an error only when Git could not be started or ctx ended; a
-// non-zero exit is reported in the result.
+// run runs git with args in the work tree, keeping at most limit bytes of
+// stdout. It returns an error only when Git could not be started or ctx
+// ended; a non-zero exit is reported in the result.
 func (g *gitRunner) run(ctx context.Context, limit int64, args ...string) (result, error) {
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
