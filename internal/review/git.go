@@ -99,7 +99,12 @@ var hardening = []string{
 
 // args prefixes sub with the global options of every invocation.
 func (g *gitRunner) args(sub []string) []string {
-	a := []string{"--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
+	a := []string{"--no-pager", "--no-optional-locks", "--no-replace-objects"}
+	if len(sub) == 0 || sub[0] != "check-ignore" {
+		// check-ignore refuses literal pathspecs; checkNested passes it
+		// every path as "./<path>", which no pathspec magic matches.
+		a = append(a, "--literal-pathspecs")
+	}
 	for _, kv := range hardening {
 		a = append(a, "-c", kv)
 	}
@@ -116,12 +121,19 @@ func (g *gitRunner) args(sub []string) []string {
 // stdout. It returns an error only when Git could not be started or ctx
 // ended; a non-zero exit is reported in the result.
 func (g *gitRunner) run(ctx context.Context, limit int64, args ...string) (result, error) {
+	return g.runInput(ctx, limit, nil, args...)
+}
+
+// runInput is run with input on stdin (the null device when nil).
+func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, args ...string) (result, error) {
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := exec.CommandContext(runCtx, g.r.git, g.args(args)...)
 	cmd.Dir = g.repo.WorkTree
 	cmd.Env = g.env()
-	cmd.Stdin = nil // the null device
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
 	stdout := &capWriter{limit: limit, onFull: kill}
 	stderr := &capWriter{limit: stderrCap}
 	cmd.Stdout = stdout
@@ -214,44 +226,26 @@ func isHex(s string) bool {
 const indexListCap = 64 << 20
 
 // checkContent runs the checks due before Git compares work tree content:
-// checkFilters, then checkSubmodules.
+// checkFilters; then, from the index, each checked-out submodule
+// (Repository.checkSubmodule: whenever a gitlink's directory exists,
+// diff-files, even with --ignore-submodules=all, and `git status` resolve
+// that submodule's HEAD through its .git, which is work tree content a
+// write grant can point anywhere) and the nested repositories Git would
+// probe while listing untracked files (checkNested).
 func (g *gitRunner) checkContent(ctx context.Context) error {
 	if err := g.checkFilters(ctx); err != nil {
 		return err
 	}
-	return g.checkSubmodules(ctx)
-}
-
-// checkSubmodules returns ErrRepositoryUnsafe (wrapped) when a submodule
-// checked out in the work tree has metadata leading outside the allowed
-// directories. Whenever a gitlink's directory exists, diff-files (even
-// with --ignore-submodules=all) and `git status` resolve that submodule's
-// HEAD through its .git, which is work tree content a write grant can point
-// anywhere.
-func (g *gitRunner) checkSubmodules(ctx context.Context) error {
-	res, err := g.run(ctx, indexListCap, "ls-files", "-z", "--stage")
+	gitlinks, files, err := g.indexEntries(ctx)
 	if err != nil {
 		return err
 	}
-	if res.truncated {
-		return fmt.Errorf("review: index listing over %d bytes: %w", indexListCap, ErrGit)
-	}
-	if res.exitCode != 0 {
-		return g.failed("ls-files", res)
-	}
-	for _, e := range bytes.Split(res.stdout, []byte{0}) {
-		if !bytes.HasPrefix(e, []byte("160000 ")) {
-			continue
-		}
-		_, path, ok := bytes.Cut(e, []byte{'\t'})
-		if !ok {
-			return fmt.Errorf("review: unexpected git ls-files output: %w", ErrGit)
-		}
-		if err := g.repo.checkSubmodule(string(path)); err != nil {
+	for _, l := range gitlinks {
+		if err := g.repo.checkSubmodule(l); err != nil {
 			return err
 		}
 	}
-	return nil
+	return g.checkNested(ctx, gitlinks, files)
 }
 
 // checkFilters returns ErrUnsafeFilters when the configuration Git uses in

@@ -168,3 +168,79 @@ func TestOpenRepositorySpecialFiles(t *testing.T) {
 		t.Errorf("Changes with a socket in .git: %v", err)
 	}
 }
+
+// TestChangesChecksNestedRepositories: to decide whether an untracked
+// directory is a nested repository, `ls-files --others` reads the HEAD its
+// .git names. A .git (file or symlink) there leading outside, at any depth
+// Git descends to, is refused; a directory Git does not descend into (an
+// ignored one's content) and a proper nested repository are fine.
+func TestChangesChecksNestedRepositories(t *testing.T) {
+	setup := func(t *testing.T) (root, outside string) {
+		root = testutil.NewRepo(t)
+		testutil.WriteFile(t, root, "a.txt", "a\n")
+		testutil.WriteFile(t, root, "tracked/b.txt", "b\n")
+		testutil.WriteFile(t, root, ".gitignore", "/ignored/\n")
+		commitAll(t, root)
+		outside = filepath.Join(canonicalTemp(t), "repo")
+		testutil.OutsideRepo(t, outside, false)
+		head := filepath.Join(outside, ".git", "HEAD")
+		if err := os.Remove(head); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Mkfifo(t, head)
+		return root, outside
+	}
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, root, outside string)
+		want  error
+	}{
+		{"top untracked", func(t *testing.T, root, outside string) {
+			testutil.WriteFile(t, root, "x/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+		}, ErrRepositoryUnsafe},
+		{"under a tracked directory", func(t *testing.T, root, outside string) {
+			testutil.WriteFile(t, root, "tracked/x/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+		}, ErrRepositoryUnsafe},
+		{"deep untracked", func(t *testing.T, root, outside string) {
+			testutil.WriteFile(t, root, "u/v/w/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+		}, ErrRepositoryUnsafe},
+		{"symlinked .git", func(t *testing.T, root, outside string) {
+			if err := os.MkdirAll(filepath.Join(root, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(outside, ".git"), filepath.Join(root, "x", ".git")); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrRepositoryUnsafe},
+		{"inside an ignored directory", func(t *testing.T, root, outside string) {
+			testutil.WriteFile(t, root, "ignored/deep/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+		}, nil},
+		{"odd names", func(t *testing.T, root, outside string) {
+			for _, d := range []string{":(top)x", "a*b", "new\nline", "-n"} {
+				testutil.WriteFile(t, root, d+"/f.txt", "f\n")
+			}
+		}, nil},
+		{"below an odd name", func(t *testing.T, root, outside string) {
+			testutil.WriteFile(t, root, ":(exclude)u/f.txt", "f\n")
+			testutil.WriteFile(t, root, ":(exclude)u/v/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+		}, ErrRepositoryUnsafe},
+		{"proper nested repository", func(t *testing.T, root, outside string) {
+			nested := filepath.Join(root, "vendor", "lib")
+			testutil.OutsideRepo(t, nested, false)
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root, outside := setup(t)
+			tt.plant(t, root, outside)
+			start := time.Now()
+			_, err := New(Options{Timeout: 5 * time.Second}).Changes(t.Context(), root)
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("Changes = %v, want %v", err, tt.want)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("took %v: something waited on a FIFO", d)
+			}
+		})
+	}
+}
