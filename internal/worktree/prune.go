@@ -26,6 +26,9 @@ import (
 //   - base refs whose branch is missing, or is checked out nowhere and still
 //     at the base commit, together with that branch.
 //
+// It also rewrites, relative, the .git file of finished worktrees made
+// before Create wrote it so (see relativize); that is not reported.
+//
 // It keeps anything that may hold work: finished worktrees, non-empty
 // directories Git does not know, branches that moved past their base. It
 // returns what it removed: worktree paths and full ref names.
@@ -50,7 +53,36 @@ func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string,
 	if err != nil {
 		return nil, err
 	}
-	return m.sweep(ctx, src, list, "", false)
+	removed, err = m.sweep(ctx, src, list, "", false)
+	if err != nil {
+		return removed, err
+	}
+	return removed, m.relativizeAll(ctx, src, list)
+}
+
+// relativizeAll rewrites the .git file of every finished managed worktree
+// of src that still names its repository directory by an absolute path
+// (made before .git files were written relative), as Create now does.
+func (m *Manager) relativizeAll(ctx context.Context, src *review.Repository, list []entry) error {
+	repoDir := m.repoDir(src.WorkTree)
+	for _, e := range list {
+		key := filepath.Base(e.path)
+		if filepath.Dir(e.path) != repoDir || !finished(e) || checkKey(key) != nil {
+			continue
+		}
+		wt := m.layout(src.WorkTree, key)
+		target, err := absoluteGitdir(filepath.Join(wt.Path, ".git"))
+		if err != nil {
+			return err
+		}
+		if target == "" {
+			continue
+		}
+		if err := m.relativize(ctx, src, wt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Report is what Check found for one repository.

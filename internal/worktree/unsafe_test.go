@@ -253,3 +253,32 @@ func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
 		t.Errorf("took %v: something waited on a FIFO", d)
 	}
 }
+
+// TestPruneRelativizesOlderWorktrees: a worktree made before .git files
+// were written relative gets a relative one at the next Prune (startup).
+func TestPruneRelativizesOlderWorktrees(t *testing.T) {
+	m := newManager(t)
+	repo := newRepo(t, true)
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotgit := filepath.Join(wt.Path, ".git")
+	testutil.WriteFile(t, wt.Path, ".git", "gitdir: "+filepath.Join(repo, ".git", "worktrees", "k")+"\n")
+	if _, err := m.Prune(t.Context(), repo); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); !ok || filepath.IsAbs(target) {
+		t.Errorf(".git after Prune = %q, want relative", data)
+	}
+	if dirty, err := m.Dirty(t.Context(), wt); err != nil || dirty {
+		t.Errorf("Dirty = %v, %v", dirty, err)
+	}
+	if got := testutil.Markers(t, filepath.Dir(wt.Path)); len(got) != 1 {
+		t.Errorf("files next to the worktree: %v", got)
+	}
+}

@@ -55,6 +55,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/review"
@@ -304,12 +305,11 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 // checked like every worktree before it is used.
 func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) error {
 	dotgit := filepath.Join(wt.Path, ".git")
-	data, err := os.ReadFile(dotgit)
+	target, err := absoluteGitdir(dotgit)
 	if err != nil {
-		return fmt.Errorf("worktree: read .git file: %w", err)
+		return err
 	}
-	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "gitdir: ")
-	if !ok || !filepath.IsAbs(target) {
+	if target == "" {
 		return fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
 	}
 	rel, err := filepath.Rel(wt.Path, target)
@@ -348,6 +348,34 @@ func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Wo
 	short := shortOf(wt.Branch)
 	_ = m.updateRef(ctx, src, "refs/heads/"+wt.Branch, "", head)
 	_ = m.updateRef(ctx, src, baseRefPrefix+short, "", head)
+}
+
+// absoluteGitdir returns the target of the .git file at dotgit when it is
+// "gitdir: <absolute path>", and "" for anything else (a relative gitdir, a
+// directory, a missing file). It opens only a regular file, without
+// blocking, and reads at most 4 KiB: the worktree is a command's to change.
+func absoluteGitdir(dotgit string) (string, error) {
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	f, err := os.OpenFile(dotgit, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(target) {
+		return "", nil
+	}
+	return target, nil
 }
 
 // checkFree returns ErrConflict unless neither wt's path nor its refs exist.
