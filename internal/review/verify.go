@@ -141,9 +141,9 @@ func (v *verifier) inside(p string) bool {
 	return false
 }
 
-// resolve returns the symlink-free form of p after checking it lies inside
-// the allowed directories and, when want is not 0, has that type
-// (fs.ModeDir, or 0 with regular set for a regular file).
+// resolve returns the symlink-free form of p after checking that it lies
+// inside the allowed directories and is a directory (dir) or a regular
+// file (!dir). what names p in the error.
 func (v *verifier) resolve(what, p string, dir bool) (string, error) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -167,10 +167,13 @@ func (v *verifier) gitDir(wt string) (string, error) {
 	dotgit := filepath.Join(wt, ".git")
 	fi, err := os.Lstat(dotgit)
 	if errors.Is(err, fs.ErrNotExist) {
-		// Not a top level. Whether a parent is one only changes the error;
-		// only existence is checked, nothing is opened.
+		// Not a top level. Whether it is inside a repository only changes
+		// the error; only existence is checked, nothing is opened.
+		if filepath.Base(wt) == ".git" {
+			return "", fmt.Errorf("review: %w", ErrNotTopLevel)
+		}
 		for d := filepath.Dir(wt); ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil || filepath.Base(wt) == ".git" {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 				return "", fmt.Errorf("review: %w", ErrNotTopLevel)
 			}
 			if d == filepath.Dir(d) {
