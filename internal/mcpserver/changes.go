@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -98,8 +99,13 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 		var ch *review.Changes
 		if w.exec.WorktreeBase != "" {
 			// A managed worktree is reviewed against its branch point, so
-			// its commits show too.
-			ch, err = s.review.ChangesSince(ctx, w.proj.Path, w.exec.WorktreeBase)
+			// its commits show too. Its metadata may point into the source
+			// Project (its .git/worktrees/<name>) and nowhere else.
+			source, ok := s.sourceRoot(c, w.exec.ProjectRef)
+			if !ok {
+				return out, binding.ErrExecutionRequired
+			}
+			ch, err = s.review.ChangesSince(ctx, w.proj.Path, w.exec.WorktreeBase, source)
 		} else {
 			ch, err = s.review.Changes(ctx, w.proj.Path)
 		}
@@ -155,6 +161,17 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 		}
 	}
 	return out, nil
+}
+
+// sourceRoot returns the root of the caller's Project ref: for a worktree
+// execution, the source Project its worktree belongs to.
+func (s *Server) sourceRoot(c *call, ref string) (string, bool) {
+	for _, r := range s.opts.Bindings.Projects(c.caller) {
+		if r.Ref == ref {
+			return r.Path, true
+		}
+	}
+	return "", false
 }
 
 func reviewError(err error) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 )
 
@@ -86,6 +87,10 @@ func mapError(err error) *ToolError {
 		return e
 	case errors.Is(err, binding.ErrWriteScopeRequired):
 		return toolErr("project_write_scope_required", catScope, "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
+	case errors.Is(err, review.ErrRepositoryUnsafe):
+		// Before ErrWorktreeUnavailable, which wraps it for worktree opens;
+		// show_changes' reviewError passes it through.
+		return repositoryUnsafe()
 	case errors.Is(err, binding.ErrWorktreeUnavailable):
 		return toolErr("project_worktree_unavailable", catState,
 			"This Project cannot host a managed worktree (its root must be exactly a Git top level with at least one commit and no executable filters); open with checkoutKind checkout.")
@@ -128,6 +133,15 @@ func mapError(err error) *ToolError {
 		return toolErr("cursor_invalid", catInput, "That cursor is not valid: pass a nextCursor exactly as returned, or none.")
 	}
 	return toolErr("internal_error", catInternal, "DevSpace hit an internal error; the server log has the details.")
+}
+
+// repositoryUnsafe is the error for a repository whose metadata points
+// outside the Project (review.ErrRepositoryUnsafe): show_changes and
+// managed worktrees run no Git there.
+func repositoryUnsafe() *ToolError {
+	return toolErr("repository_unsafe", catSafety,
+		"This repository's Git metadata points outside the Project, so DevSpace runs no Git in it; use show_changes with source apply_patch_history, or open with checkoutKind checkout.",
+		"show_changes apply_patch_history", "project_control open")
 }
 
 // errorResult renders a ToolError as a tool result (isError), with the

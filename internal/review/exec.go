@@ -41,7 +41,7 @@ type GitOptions struct {
 // subcommand, and commands such as `worktree add` write to the repository.
 // Callers that let Git compare work tree content (diff-files, status, or a
 // command running them such as `worktree remove` without --force) must call
-// CheckFilters first, as Changes does.
+// CheckContent first, as Changes does.
 //
 // A Git holds no mutable state and is safe for concurrent use; the zero value
 // is not usable, use NewGit.
@@ -85,27 +85,22 @@ func (e *ExitError) Error() string {
 // Unwrap returns ErrGit.
 func (e *ExitError) Unwrap() error { return ErrGit }
 
-// Run runs `git <hardening options> args...` in dir, which is made absolute
-// and symlink-free first, and returns its stdout. args may start with
+// Run runs `git <hardening options> args...` in repo, which
+// OpenRepository checked, and returns its stdout. args may start with
 // global options such as "-c", "key=value"; they come after the hardening
 // ones and so override them.
 //
 // Errors: *ExitError for a non-zero exit (stdout is returned too); ErrGit
 // (wrapped) when Git could not be started; ErrOutputTooLarge and ErrGit
 // (wrapped) when stdout passed its cap (the part kept is returned); the error
-// of ctx, also context.DeadlineExceeded when GitOptions.Timeout expires; a
-// filesystem error when dir cannot be resolved.
-func (g *Git) Run(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	if len(args) == 0 {
-		return nil, fmt.Errorf("review: git without arguments: %w", os.ErrInvalid)
-	}
-	root, err := canonical(dir)
-	if err != nil {
-		return nil, fmt.Errorf("review: resolve git directory: %w", err)
+// of ctx, also context.DeadlineExceeded when GitOptions.Timeout expires.
+func (g *Git) Run(ctx context.Context, repo *Repository, args ...string) ([]byte, error) {
+	if len(args) == 0 || repo == nil {
+		return nil, fmt.Errorf("review: git without arguments or repository: %w", os.ErrInvalid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
 	defer cancel()
-	runner := &gitRunner{r: g.r, dir: root}
+	runner := &gitRunner{r: g.r, repo: repo}
 	res, err := runner.run(ctx, g.maxOutput, args...)
 	if err != nil {
 		return nil, err
@@ -120,38 +115,39 @@ func (g *Git) Run(ctx context.Context, dir string, args ...string) ([]byte, erro
 	return res.stdout, nil
 }
 
-// CheckTopLevel returns nil when dir is exactly the top level of a Git work
-// tree, the main one or a linked worktree, with the same check Changes runs.
+// Check returns nil when Git accepts repo as a repository with a work tree,
+// with the same check Changes runs after OpenRepository.
 //
-// Errors: ErrNotRepository, ErrNotTopLevel and ErrGit (wrapped); the error of
-// ctx; a filesystem error when dir cannot be resolved.
-func (g *Git) CheckTopLevel(ctx context.Context, dir string) error {
-	return g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
-		_, err := r.checkTopLevel(ctx)
+// Errors: ErrNotRepository and ErrGit (wrapped); the error of ctx.
+func (g *Git) Check(ctx context.Context, repo *Repository) error {
+	return g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
+		_, err := r.checkRepository(ctx)
 		return err
 	})
 }
 
-// CheckFilters returns ErrUnsafeFilters (wrapped) when the configuration Git
-// uses in dir defines an executable filter or diff driver (see the package
-// doc); Git must not then compare work tree content there.
+// CheckContent runs the checks due before Git compares work tree content
+// in repo (diff-files, status, a checkout): it returns ErrUnsafeFilters
+// (wrapped) when the configuration Git uses defines an executable filter or
+// diff driver, and ErrRepositoryUnsafe (wrapped) when a checked-out
+// submodule's metadata leads outside the directories repo was opened with
+// (see the package doc). Git must not then compare work tree content there.
 //
-// Errors: ErrUnsafeFilters and ErrGit (wrapped); the error of ctx; a
-// filesystem error when dir cannot be resolved.
-func (g *Git) CheckFilters(ctx context.Context, dir string) error {
-	return g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
-		return r.checkFilters(ctx)
+// Errors: ErrUnsafeFilters, ErrRepositoryUnsafe and ErrGit (wrapped); the
+// error of ctx.
+func (g *Git) CheckContent(ctx context.Context, repo *Repository) error {
+	return g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
+		return r.checkContent(ctx)
 	})
 }
 
-// Head returns the full ID of the commit HEAD names in dir, or "" when HEAD
+// Head returns the full ID of the commit HEAD names in repo, or "" when HEAD
 // is unborn (no commit yet).
 //
-// Errors: ErrGit (wrapped); the error of ctx; a filesystem error when dir
-// cannot be resolved.
-func (g *Git) Head(ctx context.Context, dir string) (string, error) {
+// Errors: ErrGit (wrapped); the error of ctx.
+func (g *Git) Head(ctx context.Context, repo *Repository) (string, error) {
 	var head string
-	err := g.check(ctx, dir, func(ctx context.Context, r *gitRunner) error {
+	err := g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
 		var err error
 		head, err = r.head(ctx)
 		return err
@@ -159,15 +155,14 @@ func (g *Git) Head(ctx context.Context, dir string) (string, error) {
 	return head, err
 }
 
-// check runs fn with a runner in canonical dir under the timeout.
-func (g *Git) check(ctx context.Context, dir string, fn func(context.Context, *gitRunner) error) error {
-	root, err := canonical(dir)
-	if err != nil {
-		return fmt.Errorf("review: resolve git directory: %w", err)
+// check runs fn with a runner in repo under the timeout.
+func (g *Git) check(ctx context.Context, repo *Repository, fn func(context.Context, *gitRunner) error) error {
+	if repo == nil {
+		return fmt.Errorf("review: no repository: %w", os.ErrInvalid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
 	defer cancel()
-	return fn(ctx, &gitRunner{r: g.r, dir: root})
+	return fn(ctx, &gitRunner{r: g.r, repo: repo})
 }
 
 // subcommand returns the first argument that is neither a global option nor
@@ -191,21 +186,25 @@ func subcommand(args []string) string {
 // what is staged, unstaged or untracked. Committed and staged changes are
 // both reported as Staged. Changes.Head is still HEAD.
 //
+// source is the Project root the worktree belongs to: the worktree's
+// metadata may point inside rootPath or source (its .git file names
+// source's .git/worktrees/<id>), nowhere else.
+//
 // Errors: as Changes; ErrGit (wrapped) also when base is not a full
 // lowercase hexadecimal commit ID that names a commit in the repository.
-func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base string) (*Changes, error) {
+func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source string) (*Changes, error) {
 	if !isHex(base) || len(base) > 64 {
 		return nil, fmt.Errorf("review: base %q is not a full commit ID: %w", base, ErrGit)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
-	root, err := canonical(rootPath)
+	repo, err := OpenRepository(rootPath, source)
 	if err != nil {
-		return nil, fmt.Errorf("review: resolve root: %w", err)
+		return nil, err
 	}
-	g := &gitRunner{r: r, dir: root}
-	if _, err := g.checkTopLevel(ctx); err != nil {
+	g := &gitRunner{r: r, repo: repo}
+	if _, err := g.checkRepository(ctx); err != nil {
 		return nil, err
 	}
 	head, err := g.head(ctx)
@@ -219,7 +218,7 @@ func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base string) (*Ch
 	if res.exitCode != 0 || !bytes.Equal(bytes.TrimSpace(res.stdout), []byte(base)) {
 		return nil, fmt.Errorf("review: base %s is not a commit of the repository: %w", base, ErrGit)
 	}
-	if err := g.checkFilters(ctx); err != nil {
+	if err := g.checkContent(ctx); err != nil {
 		return nil, err
 	}
 
@@ -231,7 +230,7 @@ func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base string) (*Ch
 	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
 		return nil, err
 	}
-	if err := b.untracked(ctx, g, root); err != nil {
+	if err := b.untracked(ctx, g, repo.WorkTree); err != nil {
 		return nil, err
 	}
 	files := b.list()

@@ -20,32 +20,40 @@ func TestGitRun(t *testing.T) {
 	t.Setenv("GIT_WORK_TREE", other)
 	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.hookspath'='/tmp/evil'")
 	g := NewGit(GitOptions{})
+	repo, err := OpenRepository(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	out, err := g.Run(t.Context(), dir, "rev-parse", "--show-toplevel")
+	out, err := g.Run(t.Context(), repo, "rev-parse", "--show-toplevel")
 	if err != nil || strings.TrimSpace(string(out)) != dir {
 		t.Errorf("rev-parse --show-toplevel = %q, %v; want %q (inherited GIT_* must not apply)", out, err, dir)
 	}
-	out, err = g.Run(t.Context(), dir, "config", "--get", "core.hookspath")
+	out, err = g.Run(t.Context(), repo, "config", "--get", "core.hookspath")
 	if err != nil || strings.TrimSpace(string(out)) != "/dev/null" {
 		t.Errorf("core.hooksPath = %q, %v", out, err)
 	}
 
-	_, err = g.Run(t.Context(), dir, "-c", "x.y=z", "rev-parse", "--verify", "-q", "refs/heads/missing")
+	_, err = g.Run(t.Context(), repo, "-c", "x.y=z", "rev-parse", "--verify", "-q", "refs/heads/missing")
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 || exit.Command != "rev-parse" || !errors.Is(err, ErrGit) {
 		t.Errorf("missing ref: %v (%#v)", err, exit)
 	}
 
 	small := NewGit(GitOptions{MaxOutput: 8})
-	out, err = small.Run(t.Context(), dir, "rev-parse", "HEAD")
+	out, err = small.Run(t.Context(), repo, "rev-parse", "HEAD")
 	if !errors.Is(err, ErrOutputTooLarge) || !errors.Is(err, ErrGit) || len(out) != 8 {
 		t.Errorf("capped output = %q, %v", out, err)
 	}
 
-	if err := g.CheckTopLevel(t.Context(), filepath.Join(dir, ".git")); !errors.Is(err, ErrNotTopLevel) {
-		t.Errorf("CheckTopLevel(.git) = %v", err)
+	if _, err := OpenRepository(filepath.Join(dir, ".git")); !errors.Is(err, ErrNotTopLevel) {
+		t.Errorf("OpenRepository(.git) = %v", err)
 	}
-	if head, err := g.Head(t.Context(), other); err != nil || head != "" {
+	otherRepo, err := OpenRepository(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head, err := g.Head(t.Context(), otherRepo); err != nil || head != "" {
 		t.Errorf("Head of an empty repository = %q, %v", head, err)
 	}
 }
@@ -59,16 +67,29 @@ func TestChangesLinkedWorktree(t *testing.T) {
 	testutil.Git(t, dir, "worktree", "add", "-q", "-b", "side", wt)
 	t.Cleanup(func() { testutil.Git(t, dir, "worktree", "remove", "--force", wt) })
 
-	if err := NewGit(GitOptions{}).CheckTopLevel(t.Context(), wt); err != nil {
-		t.Errorf("CheckTopLevel(linked worktree) = %v", err)
+	if _, err := OpenRepository(wt); !errors.Is(err, ErrRepositoryUnsafe) {
+		t.Errorf("OpenRepository(linked worktree) = %v, want ErrRepositoryUnsafe: its .git lies outside", err)
+	}
+	repo, err := OpenRepository(wt, dir)
+	if err != nil {
+		t.Fatalf("OpenRepository(linked worktree, source) = %v", err)
+	}
+	if err := NewGit(GitOptions{}).Check(t.Context(), repo); err != nil {
+		t.Errorf("Check(linked worktree) = %v", err)
 	}
 	testutil.WriteFile(t, wt, "a.txt", "a\nb\n")
-	c := review(t, Options{}, wt)
+	if _, err := New(Options{}).Changes(t.Context(), wt); !errors.Is(err, ErrRepositoryUnsafe) {
+		t.Errorf("Changes(linked worktree) = %v, want ErrRepositoryUnsafe", err)
+	}
+	c, err := New(Options{}).ChangesSince(t.Context(), wt, base, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	checkFiles(t, c.Files, []FileChange{{Path: "a.txt", Status: "modified", Unstaged: true, Added: 1}})
 
 	testutil.Git(t, wt, "commit", "-q", "-am", "b")
 	testutil.WriteFile(t, wt, "c.txt", "c\n")
-	since, err := New(Options{}).ChangesSince(t.Context(), wt, base)
+	since, err := New(Options{}).ChangesSince(t.Context(), wt, base, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +98,7 @@ func TestChangesLinkedWorktree(t *testing.T) {
 		{Path: "c.txt", Status: "untracked", Added: 1},
 	})
 	for _, bad := range []string{"HEAD", "--output=/tmp/x", strings.Repeat("0", 40)} {
-		if _, err := New(Options{}).ChangesSince(t.Context(), wt, bad); !errors.Is(err, ErrGit) {
+		if _, err := New(Options{}).ChangesSince(t.Context(), wt, bad, dir); !errors.Is(err, ErrGit) {
 			t.Errorf("ChangesSince(%q) = %v, want ErrGit", bad, err)
 		}
 	}

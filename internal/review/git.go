@@ -26,10 +26,12 @@ const waitDelay = 2 * time.Second
 // must not reach one.
 var transports = [...]string{"file", "git", "ssh", "http", "https", "ext"}
 
-// gitRunner runs hardened Git invocations in one canonical root.
+// gitRunner runs hardened Git invocations in one verified repository. It
+// is the one place that builds a DevSpace Git command line and environment;
+// Changes and Git.Run (and through it the worktree package) both use it.
 type gitRunner struct {
-	r   *Reviewer
-	dir string
+	r    *Reviewer
+	repo *Repository
 }
 
 // result is what one invocation produced.
@@ -40,7 +42,9 @@ type result struct {
 	truncated bool // stdout passed its cap; the process was killed
 }
 
-// env is the complete environment of every Git invocation.
+// env is the complete environment of every Git invocation: nothing is
+// inherited but PATH, and the repository's locations are the ones
+// OpenRepository checked, so Git looks up neither .git nor commondir again.
 func (g *gitRunner) env() []string {
 	return []string{
 		"PATH=" + g.r.pathEnv,
@@ -48,6 +52,10 @@ func (g *gitRunner) env() []string {
 		"XDG_CONFIG_HOME=" + os.DevNull,
 		"LANG=C",
 		"LC_ALL=C",
+		"GIT_DIR=" + g.repo.GitDir,
+		"GIT_COMMON_DIR=" + g.repo.CommonDir,
+		"GIT_WORK_TREE=" + g.repo.WorkTree,
+		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(g.repo.WorkTree),
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_SYSTEM=" + os.DevNull,
 		"GIT_CONFIG_GLOBAL=" + os.DevNull,
@@ -55,38 +63,77 @@ func (g *gitRunner) env() []string {
 		"GIT_OPTIONAL_LOCKS=0",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_NO_LAZY_FETCH=1",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_PAGER=cat",
+		"PAGER=cat",
+		"GIT_EDITOR=:",
+		"GIT_ASKPASS=",
+		"SSH_ASKPASS=",
 	}
+}
+
+// hardening is the configuration every invocation passes on the command
+// line, where it wins over the repository's: nothing the repository
+// configures as a program runs (hooks, fsmonitor, pager, external diff,
+// editor, ssh, credential helpers, automatic gc or maintenance), no lock is
+// taken only to refresh, no transport is allowed, submodules are not
+// recursed into.
+var hardening = []string{
+	"core.fsmonitor=false",
+	"core.untrackedCache=false",
+	"core.hooksPath=" + os.DevNull,
+	"core.pager=cat",
+	"core.editor=:",
+	"core.sshCommand=false",
+	"core.askPass=",
+	"core.bare=false",
+	"credential.helper=",
+	"diff.external=",
+	"core.quotePath=false",
+	"gc.auto=0",
+	"maintenance.auto=false",
+	"log.showSignature=false",
+	"submodule.recurse=false",
+	"protocol.allow=never",
 }
 
 // args prefixes sub with the global options of every invocation.
 func (g *gitRunner) args(sub []string) []string {
-	a := []string{
-		"--no-pager", "--no-optional-locks", "--literal-pathspecs",
-		"-c", "core.fsmonitor=false",
-		"-c", "core.untrackedCache=false",
-		"-c", "diff.external=",
-		"-c", "core.quotePath=false",
-		"-c", "core.hooksPath=" + os.DevNull,
-		"-c", "submodule.recurse=false",
-		"-c", "protocol.allow=never",
-		"-c", "safe.directory=" + g.dir,
+	a := []string{"--no-pager", "--no-optional-locks", "--no-replace-objects"}
+	if len(sub) == 0 || sub[0] != "check-ignore" {
+		// check-ignore refuses literal pathspecs; checkNested passes it
+		// every path as "./<path>", which no pathspec magic matches.
+		a = append(a, "--literal-pathspecs")
+	}
+	for _, kv := range hardening {
+		a = append(a, "-c", kv)
 	}
 	for _, t := range transports {
 		a = append(a, "-c", "protocol."+t+".allow=never")
 	}
+	for _, d := range []string{g.repo.WorkTree, g.repo.GitDir, g.repo.CommonDir} {
+		a = append(a, "-c", "safe.directory="+d)
+	}
 	return append(a, sub...)
 }
 
-// run runs git with args in g.dir, keeping at most limit bytes of stdout. It
-// returns an error only when Git could not be started or ctx ended; a
-// non-zero exit is reported in the result.
+// run runs git with args in the work tree, keeping at most limit bytes of
+// stdout. It returns an error only when Git could not be started or ctx
+// ended; a non-zero exit is reported in the result.
 func (g *gitRunner) run(ctx context.Context, limit int64, args ...string) (result, error) {
+	return g.runInput(ctx, limit, nil, args...)
+}
+
+// runInput is run with input on stdin (the null device when nil).
+func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, args ...string) (result, error) {
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := exec.CommandContext(runCtx, g.r.git, g.args(args)...)
-	cmd.Dir = g.dir
+	cmd.Dir = g.repo.WorkTree
 	cmd.Env = g.env()
-	cmd.Stdin = nil // the null device
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
 	stdout := &capWriter{limit: limit, onFull: kill}
 	stderr := &capWriter{limit: stderrCap}
 	cmd.Stdout = stdout
@@ -123,35 +170,22 @@ func (g *gitRunner) failed(sub string, res result) error {
 	return fmt.Errorf("review: git %s exited with status %d: %s: %w", sub, res.exitCode, msg, ErrGit)
 }
 
-// checkTopLevel returns the repository's object format after making sure
-// g.dir is exactly the top level of a work tree.
-func (g *gitRunner) checkTopLevel(ctx context.Context) (string, error) {
-	res, err := g.run(ctx, listCap, "rev-parse", "--show-object-format", "--is-inside-work-tree", "--show-toplevel")
+// checkRepository returns the repository's object format after making sure
+// Git accepts the verified locations as a repository with a work tree.
+func (g *gitRunner) checkRepository(ctx context.Context) (string, error) {
+	res, err := g.run(ctx, listCap, "rev-parse", "--show-object-format", "--is-inside-work-tree")
 	if err != nil {
 		return "", err
 	}
-	lines := strings.SplitN(string(res.stdout), "\n", 3)
+	lines := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
 	if res.exitCode != 0 {
-		switch {
-		case bytes.Contains(res.stderr, []byte("not a git repository")):
+		if bytes.Contains(res.stderr, []byte("not a git repository")) {
 			return "", fmt.Errorf("review: %w", ErrNotRepository)
-		case len(lines) >= 2 && lines[1] == "false":
-			return "", fmt.Errorf("review: inside a git directory: %w", ErrNotTopLevel)
 		}
 		return "", g.failed("rev-parse", res)
 	}
-	if len(lines) != 3 || lines[1] != "true" {
+	if len(lines) != 2 || lines[1] != "true" || (lines[0] != "sha1" && lines[0] != "sha256") {
 		return "", fmt.Errorf("review: unexpected git rev-parse output: %w", ErrGit)
-	}
-	// The top level is the rest, less the one newline rev-parse adds (a
-	// directory name may itself contain newlines).
-	top := strings.TrimSuffix(lines[2], "\n")
-	real, err := filepath.EvalSymlinks(top)
-	if err != nil {
-		return "", fmt.Errorf("review: resolve git top level: %w: %w", ErrGit, err)
-	}
-	if real != g.dir {
-		return "", fmt.Errorf("review: %w", ErrNotTopLevel)
 	}
 	return lines[0], nil
 }
@@ -187,8 +221,35 @@ func isHex(s string) bool {
 	return true
 }
 
+// indexListCap bounds `ls-files --stage` output, about 100 bytes per
+// tracked file.
+const indexListCap = 64 << 20
+
+// checkContent runs the checks due before Git compares work tree content:
+// checkFilters; then, from the index, each checked-out submodule
+// (Repository.checkSubmodule: whenever a gitlink's directory exists,
+// diff-files, even with --ignore-submodules=all, and `git status` resolve
+// that submodule's HEAD through its .git, which is work tree content a
+// write grant can point anywhere) and the nested repositories Git would
+// probe while listing untracked files (checkNested).
+func (g *gitRunner) checkContent(ctx context.Context) error {
+	if err := g.checkFilters(ctx); err != nil {
+		return err
+	}
+	gitlinks, files, err := g.indexEntries(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range gitlinks {
+		if err := g.repo.checkSubmodule(l); err != nil {
+			return err
+		}
+	}
+	return g.checkNested(ctx, gitlinks, files)
+}
+
 // checkFilters returns ErrUnsafeFilters when the configuration Git uses in
-// g.dir defines an executable filter or diff driver (see the package doc).
+// the repository defines an executable filter or diff driver (see the package doc).
 func (g *gitRunner) checkFilters(ctx context.Context) error {
 	res, err := g.run(ctx, listCap, "config", "-z", "--includes", "--list")
 	if err != nil {

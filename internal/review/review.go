@@ -9,35 +9,61 @@
 // repository (including .git/config, which apply_patch can write) is
 // untrusted input. The rules, and why:
 //
+//   - Before any Git runs, OpenRepository checks the repository's metadata
+//     without running Git: the .git file or directory, commondir,
+//     alternates, core.worktree and the other location variables, includes
+//     and includeIf (also nested and in config.worktree), symlinks and
+//     special files under .git. Everything must stay inside the Project root
+//     (for a managed worktree: the worktree and its source Project root);
+//     otherwise ErrRepositoryUnsafe, and Git never starts. Git opening a
+//     file elsewhere could read another repository or block on a FIFO; a
+//     write grant (or a command confined to the Project) can plant such
+//     metadata, and DevSpace's Git is not confined. docs/decisions.md
+//     ("Git runs only in verified repositories") has the list and why the
+//     configuration is parsed here rather than by `git config`.
 //   - Only plumbing runs: rev-parse, config, diff-index --cached, diff-files
 //     and ls-files. Porcelain `git diff` and `git status` refresh and rewrite
 //     .git/index even with --no-optional-locks (Git 2.39), plumbing never
 //     does. Stat-only differences (a touched but unchanged file), which
 //     plumbing lists without a line count, are dropped.
-//   - Every invocation is `git --no-pager --no-optional-locks
-//     --literal-pathspecs -c core.fsmonitor=false -c core.untrackedCache=false
-//     -c diff.external= -c core.hooksPath=/dev/null -c protocol.allow=never
-//     (and protocol.<name>.allow=never for every built-in transport) …`;
-//     diffs add --no-ext-diff --no-textconv --no-color and
-//     --ignore-submodules=dirty (a dirty check would run `git status` inside
-//     the submodule, under the submodule's own config).
-//   - The environment is built from scratch: PATH (the server's), HOME and
-//     XDG paths pointing at /dev/null, LANG=LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
+//   - Every invocation (this package's and, through Git.Run, the worktree
+//     package's: one runner, git.go) is `git --no-pager --no-optional-locks
+//     --literal-pathspecs --no-replace-objects` with `-c` overrides that win
+//     over the repository's configuration: core.fsmonitor=false,
+//     core.untrackedCache=false, core.hooksPath=/dev/null, core.pager=cat,
+//     core.editor=:, core.sshCommand=false, credential.helper=,
+//     diff.external=, gc.auto=0, maintenance.auto=false,
+//     submodule.recurse=false, protocol.allow=never (and
+//     protocol.<name>.allow=never for every built-in transport) and
+//     others (see hardening in git.go); diffs add --no-ext-diff
+//     --no-textconv --no-color and --ignore-submodules=dirty (a dirty check
+//     would run `git status` inside the submodule, under the submodule's
+//     own config). Comparing a checked-out submodule's commit still reads
+//     its HEAD and refs through its .git, which is work tree content a
+//     write grant can point anywhere: before any diff, every gitlink whose
+//     directory holds a .git is checked like the repository itself
+//     (ErrRepositoryUnsafe).
+//   - The environment is built from scratch: PATH (the server's), the
+//     verified GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE (Git does not look
+//     them up again), GIT_CEILING_DIRECTORIES, HOME and XDG paths pointing
+//     at /dev/null, LANG=LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
 //     GIT_CONFIG_SYSTEM=GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM=1,
-//     GIT_OPTIONAL_LOCKS=0, GIT_TERMINAL_PROMPT=0 and GIT_NO_LAZY_FETCH=1
+//     GIT_OPTIONAL_LOCKS=0, GIT_TERMINAL_PROMPT=0, GIT_NO_LAZY_FETCH=1
 //     (Git 2.44+; on older Git the protocol.*.allow=never settings stop a
-//     partial clone's lazy fetch).
-//     No inherited GIT_* variable (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE,
-//     GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS…) reaches Git. System and
+//     partial clone's lazy fetch), GIT_NO_REPLACE_OBJECTS=1, pagers cat,
+//     editor ":".
+//     No inherited GIT_* variable (GIT_INDEX_FILE, GIT_EXTERNAL_DIFF,
+//     GIT_CONFIG_PARAMETERS…) reaches Git. System and
 //     global configuration, attributes and excludes of the server's user are
 //     therefore not read either: they could inject helpers, and the review
 //     must not depend on who runs the server. The repository's own
-//     configuration (.git/config, config.worktree and their includes) is
-//     read, which is what the filter check below inspects.
-//   - safe.directory is set on the command line to the canonical root, so a
-//     root owned by another UID (a bind mount in the container) can be
-//     reviewed: the owner approved that root, and the rules here, not Git's
-//     ownership check, keep its configuration from running code.
+//     configuration (.git/config, config.worktree and their includes, all
+//     verified) is read, which is what the filter check below inspects.
+//   - safe.directory is set on the command line to the verified work tree,
+//     repository and common directories, so a root owned by another UID (a
+//     bind mount in the container) can be reviewed: the owner approved that
+//     root, and the rules here, not Git's ownership check, keep its
+//     configuration from running code.
 //   - Changes refuses with ErrUnsafeFilters when the configuration Git would
 //     use defines any filter.<driver>.clean, .smudge or .process, or any
 //     diff.<driver>.textconv or .command — whether or not .gitattributes
@@ -106,6 +132,9 @@ var (
 	// process filters, or textconv or external diff drivers, which Git could
 	// run while diffing; nothing was diffed.
 	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
+	// ErrRepositoryUnsafe: the repository's metadata points outside the
+	// locations allowed for it; Git was not run.
+	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")
 	// ErrGit: Git could not be started, failed, or printed something this
 	// package could not parse.
 	ErrGit = errors.New("git failed")
@@ -223,20 +252,23 @@ type FileChange struct {
 // a Project root that is exactly its Git top level (also before the first
 // commit). It never writes to the repository.
 //
-// Errors: ErrNotRepository, ErrNotTopLevel, ErrUnsafeFilters and ErrGit
-// (wrapped); the error of ctx, also context.DeadlineExceeded when
-// Options.Timeout expires; a filesystem error when rootPath cannot be
-// resolved. It never returns (nil, nil).
+// It first checks the repository's metadata with OpenRepository, allowing
+// nothing outside rootPath, and runs no Git when that fails.
+//
+// Errors: ErrNotRepository, ErrNotTopLevel, ErrRepositoryUnsafe,
+// ErrUnsafeFilters and ErrGit (wrapped); the error of ctx, also
+// context.DeadlineExceeded when Options.Timeout expires; a filesystem error
+// when rootPath cannot be resolved. It never returns (nil, nil).
 func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
-	root, err := canonical(rootPath)
+	repo, err := OpenRepository(rootPath)
 	if err != nil {
-		return nil, fmt.Errorf("review: resolve root: %w", err)
+		return nil, err
 	}
-	g := &gitRunner{r: r, dir: root}
-	format, err := g.checkTopLevel(ctx)
+	g := &gitRunner{r: r, repo: repo}
+	format, err := g.checkRepository(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +276,7 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := g.checkFilters(ctx); err != nil {
+	if err := g.checkContent(ctx); err != nil {
 		return nil, err
 	}
 
@@ -259,7 +291,7 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, erro
 	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
 		return nil, err
 	}
-	if err := b.untracked(ctx, g, root); err != nil {
+	if err := b.untracked(ctx, g, repo.WorkTree); err != nil {
 		return nil, err
 	}
 

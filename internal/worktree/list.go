@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/devspace-dev/devspace/internal/review"
 )
 
 // lockInitializing is the lock reason `git worktree add` writes while it
@@ -29,9 +31,9 @@ func (e entry) halfCreated() bool {
 	return e.locked && e.lockReason == lockInitializing
 }
 
-// list returns the worktrees of the repository at root, the main one first.
-func (m *Manager) list(ctx context.Context, root string) ([]entry, error) {
-	out, err := m.git.Run(ctx, root, "worktree", "list", "--porcelain", "-z")
+// list returns the worktrees of the repository src, the main one first.
+func (m *Manager) list(ctx context.Context, src *review.Repository) ([]entry, error) {
+	out, err := m.git.Run(ctx, src, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: list worktrees: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/devspace-dev/devspace/internal/review"
 )
 
 // Prune removes, for the repository at rootPath, what Creates cut short by
@@ -24,6 +26,9 @@ import (
 //   - base refs whose branch is missing, or is checked out nowhere and still
 //     at the base commit, together with that branch.
 //
+// It also rewrites, relative, the .git file of finished worktrees made
+// before Create wrote it so (see relativize); that is not reported.
+//
 // It keeps anything that may hold work: finished worktrees, non-empty
 // directories Git does not know, branches that moved past their base. It
 // returns what it removed: worktree paths and full ref names.
@@ -32,23 +37,52 @@ import (
 // (wrapped) when Git failed, with what was removed until then; the error of
 // ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string, err error) {
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+		return nil, err
 	}
-	unlock, err := m.lock(ctx, root)
+	unlock, err := m.lock(ctx, src.WorkTree)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := m.checkTopLevel(ctx, root); err != nil {
+	if err := m.check(ctx, src); err != nil {
 		return nil, err
 	}
-	list, err := m.list(ctx, root)
+	list, err := m.list(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	return m.sweep(ctx, root, list, "", false)
+	removed, err = m.sweep(ctx, src, list, "", false)
+	if err != nil {
+		return removed, err
+	}
+	return removed, m.relativizeAll(ctx, src, list)
+}
+
+// relativizeAll rewrites the .git file of every finished managed worktree
+// of src that still names its repository directory by an absolute path
+// (made before .git files were written relative), as Create now does.
+func (m *Manager) relativizeAll(ctx context.Context, src *review.Repository, list []entry) error {
+	repoDir := m.repoDir(src.WorkTree)
+	for _, e := range list {
+		key := filepath.Base(e.path)
+		if filepath.Dir(e.path) != repoDir || !finished(e) || checkKey(key) != nil {
+			continue
+		}
+		wt := m.layout(src.WorkTree, key)
+		target, err := absoluteGitdir(filepath.Join(wt.Path, ".git"))
+		if err != nil {
+			return err
+		}
+		if target == "" {
+			continue
+		}
+		if err := m.relativize(ctx, src, wt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Report is what Check found for one repository.
@@ -65,25 +99,25 @@ type Report struct {
 // what a crash left half-created, without changing anything (doctor uses
 // it, also while a server runs). Errors are Prune's.
 func (m *Manager) Check(ctx context.Context, rootPath string) (Report, error) {
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return Report{}, fmt.Errorf("worktree: resolve root: %w", err)
-	}
-	if err := m.checkTopLevel(ctx, root); err != nil {
 		return Report{}, err
 	}
-	list, err := m.list(ctx, root)
+	if err := m.check(ctx, src); err != nil {
+		return Report{}, err
+	}
+	list, err := m.list(ctx, src)
 	if err != nil {
 		return Report{}, err
 	}
 	var r Report
-	repoDir := m.repoDir(root)
+	repoDir := m.repoDir(src.WorkTree)
 	for _, e := range list {
 		if filepath.Dir(e.path) == repoDir && !e.halfCreated() && !(e.prunable && missing(e.path)) {
 			r.Managed++
 		}
 	}
-	r.Unfinished, err = m.sweep(ctx, root, list, "", true)
+	r.Unfinished, err = m.sweep(ctx, src, list, "", true)
 	return r, err
 }
 
@@ -92,7 +126,8 @@ func (m *Manager) Check(ctx context.Context, rootPath string) (Report, error) {
 // and refs (Create's clean-up before retrying). With dry set it changes
 // nothing and returns what it would remove (the caller need not hold the
 // lock).
-func (m *Manager) sweep(ctx context.Context, root string, list []entry, key string, dry bool) (removed []string, err error) {
+func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entry, key string, dry bool) (removed []string, err error) {
+	root := src.WorkTree
 	repoDir := m.repoDir(root)
 	inScope := func(path string) bool {
 		return filepath.Dir(path) == repoDir && (key == "" || filepath.Base(path) == key)
@@ -117,14 +152,14 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 			removed = append(removed, e.path)
 			continue
 		}
-		if _, err := m.git.Run(ctx, root, args...); err != nil {
+		if _, err := m.git.Run(ctx, src, args...); err != nil {
 			return removed, fmt.Errorf("worktree: remove unfinished worktree: %w", err)
 		}
 		removed = append(removed, e.path)
 		changed = true
 	}
 	if changed {
-		if list, err = m.list(ctx, root); err != nil {
+		if list, err = m.list(ctx, src); err != nil {
 			return removed, err
 		}
 	}
@@ -164,7 +199,7 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 	if key != "" {
 		shorts = []string{shortOf(m.layout(root, key).Branch)}
 	} else {
-		out, err := m.git.Run(ctx, root, "for-each-ref", "--format=%(refname)", baseRefPrefix)
+		out, err := m.git.Run(ctx, src, "for-each-ref", "--format=%(refname)", baseRefPrefix)
 		if err != nil {
 			return removed, fmt.Errorf("worktree: list base refs: %w", err)
 		}
@@ -188,14 +223,14 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 		if inUse[branchRef] {
 			continue
 		}
-		base, err := m.resolveRef(ctx, root, baseRef)
+		base, err := m.resolveRef(ctx, src, baseRef)
 		if err != nil {
 			return removed, err
 		}
 		if base == "" {
 			continue
 		}
-		tip, err := m.resolveRef(ctx, root, branchRef)
+		tip, err := m.resolveRef(ctx, src, branchRef)
 		if err != nil {
 			return removed, err
 		}
@@ -210,12 +245,12 @@ func (m *Manager) sweep(ctx context.Context, root string, list []entry, key stri
 			continue
 		}
 		if tip != "" {
-			if err := m.updateRef(ctx, root, branchRef, "", base); err != nil {
+			if err := m.updateRef(ctx, src, branchRef, "", base); err != nil {
 				return removed, err
 			}
 			removed = append(removed, branchRef)
 		}
-		if err := m.updateRef(ctx, root, baseRef, "", base); err != nil {
+		if err := m.updateRef(ctx, src, baseRef, "", base); err != nil {
 			return removed, err
 		}
 		removed = append(removed, baseRef)

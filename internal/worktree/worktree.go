@@ -12,14 +12,23 @@
 // commit it was created from (Worktree.BaseCommit); it also keeps that commit
 // reachable. Both refs live in the source repository.
 //
-// Git. Every invocation goes through review.Git: scrubbed environment, no
-// system or global configuration, fsmonitor, hooks and transports off,
-// process-group kill. Creating and removing a worktree write to the source
-// repository's .git (worktrees/ metadata, refs), which is the point of this
-// package. Before Git compares work tree content (Dirty; `git worktree add`,
-// whose checkout runs smudge filters; `git worktree remove`, which runs
-// `git status`) the repository's configuration is checked for executable
-// filters and diff drivers, which are refused with ErrUnsafe.
+// Git. Every operation first checks the source repository's metadata with
+// review.OpenRepository (nothing may point outside the Project root) and,
+// for an existing worktree, the worktree's (it may point into the worktree
+// and the source Project root only); when that fails it returns
+// review.ErrRepositoryUnsafe (wrapped) and runs no Git. Every invocation
+// then goes through review.Git on the verified repository: explicit
+// GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE, scrubbed environment, no
+// system or global configuration, fsmonitor, hooks, pager and transports
+// off, process-group kill. After `git worktree add` the worktree's .git
+// file is rewritten relative, so it names no host path (see relativize).
+// Creating and removing a worktree write to the source repository's .git
+// (worktrees/ metadata, refs), which is the point of this package. Before
+// Git compares work tree content (Dirty; `git worktree add`, whose checkout
+// runs smudge filters; `git worktree remove`, which runs `git status`)
+// review.Git.CheckContent refuses executable filters and diff drivers
+// (ErrUnsafe) and checked-out submodules whose metadata leads outside
+// (review.ErrRepositoryUnsafe).
 //
 // Crash safety. Create adds the refs, then runs `git worktree add` directly
 // at the final path; on any failure it removes what it added. A process
@@ -46,6 +55,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/review"
@@ -71,8 +81,10 @@ const maxKeyLen = 128
 // Errors returned by the Manager. The worktree package owns them; they come
 // wrapped with lowercase context meant for logs, so test them with
 // errors.Is. The MCP edge maps ErrNotRepository, ErrNotTopLevel, ErrNoCommits
-// and ErrUnsafe to project_worktree_unavailable and ErrDirty to
-// project_worktree_dirty.
+// and ErrUnsafe to project_worktree_unavailable, ErrDirty to
+// project_worktree_dirty, and review.ErrRepositoryUnsafe, which every
+// operation may return (wrapped) when repository metadata points outside
+// the allowed directories, to repository_unsafe.
 var (
 	// ErrNotRepository: the Project root is not inside a Git work tree.
 	ErrNotRepository = errors.New("project root is not in a git repository")
@@ -124,6 +136,9 @@ type Manager struct {
 
 // Worktree is one managed worktree.
 type Worktree struct {
+	// Source is the absolute, symlink-free top level of the Project
+	// repository the worktree belongs to.
+	Source string
 	// Key is the caller's key.
 	Key string
 	// Path is the absolute, symlink-free path of the worktree's top level.
@@ -166,35 +181,37 @@ func New(opts Options) (*Manager, error) {
 // (wrapped); review.ErrGit (wrapped) when Git failed; the error of ctx; a
 // filesystem error when rootPath cannot be resolved.
 func (m *Manager) Eligible(ctx context.Context, rootPath string) error {
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return fmt.Errorf("worktree: resolve root: %w", err)
+		return err
 	}
-	_, err = m.eligible(ctx, root)
+	_, err = m.eligible(ctx, src)
 	return err
 }
 
-// eligible is Eligible for a canonical root; it returns HEAD.
-func (m *Manager) eligible(ctx context.Context, root string) (head string, err error) {
-	if err := m.checkTopLevel(ctx, root); err != nil {
+// eligible is Eligible for a verified source repository; it returns HEAD.
+func (m *Manager) eligible(ctx context.Context, src *review.Repository) (head string, err error) {
+	if err := m.check(ctx, src); err != nil {
 		return "", err
 	}
-	head, err = m.git.Head(ctx, root)
+	head, err = m.git.Head(ctx, src)
 	if err != nil {
 		return "", fmt.Errorf("worktree: %w", err)
 	}
 	if head == "" {
 		return "", fmt.Errorf("worktree: %w", ErrNoCommits)
 	}
-	if err := m.checkFilters(ctx, root); err != nil {
+	if err := m.checkFilters(ctx, src); err != nil {
 		return "", err
 	}
 	return head, nil
 }
 
-// checkFilters maps review's filter check to ErrUnsafe.
-func (m *Manager) checkFilters(ctx context.Context, dir string) error {
-	err := m.git.CheckFilters(ctx, dir)
+// checkFilters runs review's work tree content checks, mapping the filter
+// check to ErrUnsafe (a submodule leading outside stays
+// review.ErrRepositoryUnsafe).
+func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) error {
+	err := m.git.CheckContent(ctx, repo)
 	if errors.Is(err, review.ErrUnsafeFilters) {
 		return fmt.Errorf("worktree: %w", ErrUnsafe)
 	}
@@ -218,36 +235,37 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+		return nil, err
 	}
+	root := src.WorkTree
 	unlock, err := m.lock(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 
-	head, err := m.eligible(ctx, root)
+	head, err := m.eligible(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	wt := m.layout(root, key)
-	list, err := m.list(ctx, root)
+	list, err := m.list(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if e, ok := find(list, wt.Path); ok && finished(e) {
-		if wt.BaseCommit, err = m.base(ctx, root, wt.Branch); err != nil {
+		if wt.BaseCommit, err = m.base(ctx, src, wt.Branch); err != nil {
 			return nil, err
 		}
 		return wt, nil
 	}
 
-	if _, err := m.sweep(ctx, root, list, key, false); err != nil {
+	if _, err := m.sweep(ctx, src, list, key, false); err != nil {
 		return nil, err
 	}
-	if err := m.checkFree(ctx, root, wt); err != nil {
+	if err := m.checkFree(ctx, src, wt); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(filepath.Dir(wt.Path), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
@@ -257,47 +275,118 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 	// The base ref first: a kill between the two leaves a base ref without
 	// its branch, which sweep recognises as residue.
 	baseRef, branchRef := baseRefPrefix+shortOf(wt.Branch), "refs/heads/"+wt.Branch
-	if err := m.updateRef(ctx, root, baseRef, head, ""); err != nil {
+	if err := m.updateRef(ctx, src, baseRef, head, ""); err != nil {
 		return nil, err
 	}
-	if err := m.updateRef(ctx, root, branchRef, head, ""); err != nil {
-		m.undoCreate(ctx, root, wt, head)
+	if err := m.updateRef(ctx, src, branchRef, head, ""); err != nil {
+		m.undoCreate(ctx, src, wt, head)
 		return nil, err
 	}
-	if _, err := m.git.Run(ctx, root, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
-		m.undoCreate(ctx, root, wt, head)
+	if _, err := m.git.Run(ctx, src, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
+		m.undoCreate(ctx, src, wt, head)
 		return nil, fmt.Errorf("worktree: add worktree: %w", err)
+	}
+	if err := m.relativize(ctx, src, wt); err != nil {
+		m.undoCreate(ctx, src, wt, head)
+		return nil, err
 	}
 	wt.BaseCommit = head
 	return wt, nil
 }
 
+// relativize rewrites the .git file `git worktree add` wrote in wt
+// ("gitdir: <absolute path of the source's .git/worktrees/<name>>") with the
+// same location relative to wt, so that the file (which tools in a worktree
+// execution may show) names no host path; Git resolves a relative gitdir
+// against the directory holding the .git file. The source's back-pointer
+// (.git/worktrees/<name>/gitdir) stays absolute: Git 2.39 resolves a
+// relative one against its current directory, then reports the worktree
+// prunable and `git worktree prune` or `git gc` deletes it. The result is
+// checked like every worktree before it is used.
+func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) error {
+	dotgit := filepath.Join(wt.Path, ".git")
+	target, err := absoluteGitdir(dotgit)
+	if err != nil {
+		return err
+	}
+	if target == "" {
+		return fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
+	}
+	rel, err := filepath.Rel(wt.Path, target)
+	if err != nil {
+		return fmt.Errorf("worktree: relative gitdir: %w", err)
+	}
+	// The temporary file sits next to the worktree, not in it: left behind
+	// by a crash, it must not make the worktree dirty.
+	tmp := filepath.Join(filepath.Dir(wt.Path), "."+wt.Key+".git-tmp")
+	if err := os.WriteFile(tmp, []byte("gitdir: "+filepath.ToSlash(rel)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("worktree: write .git file: %w", err)
+	}
+	if err := os.Rename(tmp, dotgit); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("worktree: write .git file: %w", err)
+	}
+	repo, err := m.openWorktree(src, wt.Path)
+	if err != nil {
+		return err
+	}
+	return m.check(ctx, repo)
+}
+
 // undoCreate removes what a failed Create added, with its own deadline so a
 // cancelled ctx does not stop it. The path did not exist before the attempt
 // (checkFree), so whatever is there now came from it.
-func (m *Manager) undoCreate(ctx context.Context, root string, wt *Worktree, head string) {
+func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Worktree, head string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if list, err := m.list(ctx, root); err == nil {
+	if list, err := m.list(ctx, src); err == nil {
 		if _, ok := find(list, wt.Path); ok {
-			_, _ = m.git.Run(ctx, root, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
+			_, _ = m.git.Run(ctx, src, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
 		}
 	}
 	_ = os.RemoveAll(wt.Path)
 	short := shortOf(wt.Branch)
-	_ = m.updateRef(ctx, root, "refs/heads/"+wt.Branch, "", head)
-	_ = m.updateRef(ctx, root, baseRefPrefix+short, "", head)
+	_ = m.updateRef(ctx, src, "refs/heads/"+wt.Branch, "", head)
+	_ = m.updateRef(ctx, src, baseRefPrefix+short, "", head)
+}
+
+// absoluteGitdir returns the target of the .git file at dotgit when it is
+// "gitdir: <absolute path>", and "" for anything else (a relative gitdir, a
+// directory, a missing file). It opens only a regular file, without
+// blocking, and reads at most 4 KiB: the worktree is a command's to change.
+func absoluteGitdir(dotgit string) (string, error) {
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	f, err := os.OpenFile(dotgit, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(target) {
+		return "", nil
+	}
+	return target, nil
 }
 
 // checkFree returns ErrConflict unless neither wt's path nor its refs exist.
-func (m *Manager) checkFree(ctx context.Context, root string, wt *Worktree) error {
+func (m *Manager) checkFree(ctx context.Context, src *review.Repository, wt *Worktree) error {
 	if _, err := os.Lstat(wt.Path); err == nil {
 		return fmt.Errorf("worktree: %s exists: %w", wt.Path, ErrConflict)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("worktree: %w", err)
 	}
 	for _, ref := range []string{"refs/heads/" + wt.Branch, baseRefPrefix + shortOf(wt.Branch)} {
-		id, err := m.resolveRef(ctx, root, ref)
+		id, err := m.resolveRef(ctx, src, ref)
 		if err != nil {
 			return err
 		}
@@ -317,23 +406,23 @@ func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, err
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: resolve root: %w", err)
+		return nil, err
 	}
-	return m.get(ctx, root, key)
+	return m.get(ctx, src, key)
 }
 
-func (m *Manager) get(ctx context.Context, root, key string) (*Worktree, error) {
-	wt := m.layout(root, key)
-	list, err := m.list(ctx, root)
+func (m *Manager) get(ctx context.Context, src *review.Repository, key string) (*Worktree, error) {
+	wt := m.layout(src.WorkTree, key)
+	list, err := m.list(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if e, ok := find(list, wt.Path); !ok || !finished(e) {
 		return nil, fmt.Errorf("worktree: %w", ErrNotFound)
 	}
-	if wt.BaseCommit, err = m.base(ctx, root, wt.Branch); err != nil {
+	if wt.BaseCommit, err = m.base(ctx, src, wt.Branch); err != nil {
 		return nil, err
 	}
 	return wt, nil
@@ -363,35 +452,49 @@ func (m *Manager) Dirty(ctx context.Context, wt *Worktree) (bool, error) {
 	if err := m.owns(wt); err != nil {
 		return false, err
 	}
-	return m.dirty(ctx, wt.Path)
+	src, err := m.openSource(wt.Source)
+	if err != nil {
+		return false, err
+	}
+	if m.repoDir(src.WorkTree) != filepath.Dir(wt.Path) {
+		return false, fmt.Errorf("worktree: not a worktree of its source: %w", os.ErrInvalid)
+	}
+	return m.dirty(ctx, src, wt.Path)
 }
 
-func (m *Manager) dirty(ctx context.Context, path string) (bool, error) {
-	if err := m.git.CheckTopLevel(ctx, path); err != nil {
-		if errors.Is(err, review.ErrNotRepository) || errors.Is(err, review.ErrNotTopLevel) || errors.Is(err, os.ErrNotExist) {
-			return false, fmt.Errorf("worktree: %s: %w", path, ErrNotFound)
-		}
-		return false, fmt.Errorf("worktree: %w", err)
+func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string) (bool, error) {
+	repo, err := m.openWorktree(src, path)
+	if errors.Is(err, ErrNotRepository) || errors.Is(err, ErrNotTopLevel) || errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("worktree: %w", ErrNotFound)
 	}
-	if err := m.checkFilters(ctx, path); err != nil {
+	if err != nil {
+		return false, err
+	}
+	if err := m.check(ctx, repo); err != nil {
+		if errors.Is(err, ErrNotRepository) {
+			return false, fmt.Errorf("worktree: %w", ErrNotFound)
+		}
+		return false, err
+	}
+	if err := m.checkFilters(ctx, repo); err != nil {
 		return false, err
 	}
 	var exit *review.ExitError
-	_, err := m.git.Run(ctx, path, "diff-index", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+	_, err = m.git.Run(ctx, repo, "diff-index", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--")
 	switch {
 	case errors.As(err, &exit) && exit.Code == 1:
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("worktree: staged changes: %w", err)
 	}
-	out, err := m.git.Run(ctx, path, "diff-files", "-z", "--numstat", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--")
+	out, err := m.git.Run(ctx, repo, "diff-files", "-z", "--numstat", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--")
 	switch {
 	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("worktree: unstaged changes: %w", err)
 	}
-	out, err = m.git.Run(ctx, path, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--")
+	out, err = m.git.Run(ctx, repo, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--")
 	switch {
 	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
 		return true, nil
@@ -417,12 +520,13 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	if err := m.owns(wt); err != nil {
 		return err
 	}
-	root, err := resolveDir(rootPath)
+	src, err := m.openSource(rootPath)
 	if err != nil {
-		return fmt.Errorf("worktree: resolve root: %w", err)
+		return err
 	}
+	root := src.WorkTree
 	if want := m.layout(root, wt.Key); want.Path != wt.Path {
-		return fmt.Errorf("worktree: %s is not a worktree of %s: %w", wt.Path, root, os.ErrInvalid)
+		return fmt.Errorf("worktree: not a worktree of this root: %w", os.ErrInvalid)
 	}
 	unlock, err := m.lock(ctx, root)
 	if err != nil {
@@ -430,11 +534,11 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	}
 	defer unlock()
 
-	cur, err := m.get(ctx, root, wt.Key)
+	cur, err := m.get(ctx, src, wt.Key)
 	if err != nil {
 		return err
 	}
-	dirty, err := m.dirty(ctx, cur.Path)
+	dirty, err := m.dirty(ctx, src, cur.Path)
 	if err != nil {
 		return err
 	}
@@ -443,7 +547,7 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	}
 	// Git checks again (with `git status`, filters already checked above),
 	// which covers a write since the check.
-	if _, err := m.git.Run(ctx, root, writeArgs("worktree", "remove", cur.Path)...); err != nil {
+	if _, err := m.git.Run(ctx, src, writeArgs("worktree", "remove", cur.Path)...); err != nil {
 		var exit *review.ExitError
 		if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "contains modified or untracked files") {
 			return fmt.Errorf("worktree: %w", ErrDirty)
@@ -451,18 +555,18 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 		return fmt.Errorf("worktree: remove worktree: %w", err)
 	}
 	branchRef := "refs/heads/" + cur.Branch
-	id, err := m.resolveRef(ctx, root, branchRef)
+	id, err := m.resolveRef(ctx, src, branchRef)
 	if err != nil {
 		return err
 	}
 	if id != "" {
 		// branch -D, not update-ref: it refuses a branch checked out in
 		// another worktree.
-		if _, err := m.git.Run(ctx, root, writeArgs("branch", "-D", cur.Branch)...); err != nil {
+		if _, err := m.git.Run(ctx, src, writeArgs("branch", "-D", cur.Branch)...); err != nil {
 			return fmt.Errorf("worktree: delete branch: %w", err)
 		}
 	}
-	if err := m.updateRef(ctx, root, baseRefPrefix+shortOf(cur.Branch), "", ""); err != nil {
+	if err := m.updateRef(ctx, src, baseRefPrefix+shortOf(cur.Branch), "", ""); err != nil {
 		return err
 	}
 	return nil
@@ -470,7 +574,7 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 
 // owns checks that wt looks like one of this Manager's worktrees.
 func (m *Manager) owns(wt *Worktree) error {
-	if wt == nil || checkKey(wt.Key) != nil || !filepath.IsAbs(wt.Path) ||
+	if wt == nil || checkKey(wt.Key) != nil || !filepath.IsAbs(wt.Path) || !filepath.IsAbs(wt.Source) ||
 		filepath.Base(wt.Path) != wt.Key || filepath.Dir(filepath.Dir(wt.Path)) != m.dir {
 		return fmt.Errorf("worktree: not a managed worktree: %w", os.ErrInvalid)
 	}
@@ -480,6 +584,7 @@ func (m *Manager) owns(wt *Worktree) error {
 // layout returns the Worktree key would have for root, without BaseCommit.
 func (m *Manager) layout(root, key string) *Worktree {
 	return &Worktree{
+		Source: root,
 		Key:    key,
 		Path:   filepath.Join(m.repoDir(root), key),
 		Branch: BranchPrefix + hash(key)[:10],
@@ -492,13 +597,13 @@ func (m *Manager) repoDir(root string) string {
 }
 
 // base returns the commit refs/devspace/base/<short> names, or "".
-func (m *Manager) base(ctx context.Context, root, branch string) (string, error) {
-	return m.resolveRef(ctx, root, baseRefPrefix+shortOf(branch))
+func (m *Manager) base(ctx context.Context, src *review.Repository, branch string) (string, error) {
+	return m.resolveRef(ctx, src, baseRefPrefix+shortOf(branch))
 }
 
 // resolveRef returns the object ID ref names, or "" when it does not exist.
-func (m *Manager) resolveRef(ctx context.Context, root, ref string) (string, error) {
-	out, err := m.git.Run(ctx, root, "rev-parse", "-q", "--verify", ref)
+func (m *Manager) resolveRef(ctx context.Context, src *review.Repository, ref string) (string, error) {
+	out, err := m.git.Run(ctx, src, "rev-parse", "-q", "--verify", ref)
 	var exit *review.ExitError
 	if errors.As(err, &exit) && exit.Code == 1 {
 		return "", nil
@@ -512,7 +617,7 @@ func (m *Manager) resolveRef(ctx context.Context, root, ref string) (string, err
 // updateRef sets ref to newID, or deletes it when newID is "", if it
 // currently is oldID ("" meaning: must not exist when creating, any value
 // when deleting).
-func (m *Manager) updateRef(ctx context.Context, root, ref, newID, oldID string) error {
+func (m *Manager) updateRef(ctx context.Context, src *review.Repository, ref, newID, oldID string) error {
 	var args []string
 	if newID == "" {
 		args = writeArgs("update-ref", "-m", "devspace: remove worktree", "-d", ref)
@@ -522,23 +627,48 @@ func (m *Manager) updateRef(ctx context.Context, root, ref, newID, oldID string)
 	} else {
 		args = writeArgs("update-ref", "-m", "devspace: create worktree", ref, newID, oldID)
 	}
-	if _, err := m.git.Run(ctx, root, args...); err != nil {
+	if _, err := m.git.Run(ctx, src, args...); err != nil {
 		return fmt.Errorf("worktree: update %s: %w", ref, err)
 	}
 	return nil
 }
 
-// checkTopLevel checks that root is the top level of a Git work tree,
-// with this package's errors.
-func (m *Manager) checkTopLevel(ctx context.Context, root string) error {
-	err := m.git.CheckTopLevel(ctx, root)
+// openSource checks the metadata of the Project repository at rootPath,
+// which must stay inside rootPath (review.OpenRepository), with this
+// package's errors.
+func (m *Manager) openSource(rootPath string) (*review.Repository, error) {
+	return m.open(rootPath)
+}
+
+// openWorktree checks the metadata of the managed worktree at path of the
+// source repository src: it may point inside the worktree or the source
+// Project root, nowhere else.
+func (m *Manager) openWorktree(src *review.Repository, path string) (*review.Repository, error) {
+	return m.open(path, src.WorkTree)
+}
+
+func (m *Manager) open(dir string, allowed ...string) (*review.Repository, error) {
+	repo, err := review.OpenRepository(dir, allowed...)
+	switch {
+	case err == nil:
+		return repo, nil
+	case errors.Is(err, review.ErrNotRepository):
+		return nil, fmt.Errorf("worktree: %w", ErrNotRepository)
+	case errors.Is(err, review.ErrNotTopLevel):
+		return nil, fmt.Errorf("worktree: %w", ErrNotTopLevel)
+	}
+	return nil, fmt.Errorf("worktree: %w", err)
+}
+
+// check runs Git's own repository check in repo, with this package's
+// errors.
+func (m *Manager) check(ctx context.Context, repo *review.Repository) error {
+	err := m.git.Check(ctx, repo)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, review.ErrNotRepository):
 		return fmt.Errorf("worktree: %w", ErrNotRepository)
-	case errors.Is(err, review.ErrNotTopLevel):
-		return fmt.Errorf("worktree: %w", ErrNotTopLevel)
 	}
 	return fmt.Errorf("worktree: %w", err)
 }

@@ -1,0 +1,284 @@
+//go:build unix
+
+package worktree
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/testutil"
+)
+
+func canonicalTemp(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// fastManager's Git gives up after 5 s, so a Git blocked on a planted FIFO
+// fails the test quickly instead of hanging it.
+func fastManager(t *testing.T) *Manager {
+	t.Helper()
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Timeout: 5 * time.Second})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRefusesEscapingMetadata: a source repository whose metadata points
+// outside its root (at a FIFO wherever Git would read) is refused by every
+// operation before any Git runs, and nothing is created anywhere.
+func TestRefusesEscapingMetadata(t *testing.T) {
+	for _, e := range testutil.Escapes() {
+		t.Run(e.Name, func(t *testing.T) {
+			m := fastManager(t)
+			repo := newRepo(t, true)
+			outside := canonicalTemp(t)
+			e.Plant(t, repo, outside)
+			start := time.Now()
+			if err := m.Eligible(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Eligible = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Create = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if _, err := m.Prune(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Prune = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if _, err := m.Check(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Check = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("took %v: something waited on a FIFO", d)
+			}
+			if exists(m.layout(repo, "k").Path) {
+				t.Error("a worktree directory was created")
+			}
+		})
+	}
+}
+
+// TestRefusesEscapeAfterCreate: metadata changed after the worktree was
+// made, in the worktree or in the source, stops Dirty, Get and Remove.
+func TestRefusesEscapeAfterCreate(t *testing.T) {
+	t.Run("worktree .git file", func(t *testing.T) {
+		m := fastManager(t)
+		repo := newRepo(t, true)
+		wt, err := m.Create(t.Context(), repo, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		outside := canonicalTemp(t)
+		testutil.OutsideRepo(t, filepath.Join(outside, "repo"), true)
+		testutil.WriteFile(t, wt.Path, ".git", "gitdir: "+filepath.Join(outside, "repo", ".git")+"\n")
+		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+			t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+		}
+		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+			t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+		}
+		if !exists(wt.Path) {
+			t.Error("the worktree was removed")
+		}
+	})
+	t.Run("source include", func(t *testing.T) {
+		m := fastManager(t)
+		repo := newRepo(t, true)
+		wt, err := m.Create(t.Context(), repo, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		outside := canonicalTemp(t)
+		for _, e := range testutil.Escapes() {
+			if e.Name == "include.path" {
+				e.Plant(t, repo, outside)
+			}
+		}
+		if _, err := m.Get(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
+			t.Errorf("Get = %v, want review.ErrRepositoryUnsafe", err)
+		}
+		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+			t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+		}
+		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+			t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+		}
+	})
+}
+
+// TestRunsNoRepositoryCode: hooks (post-checkout on worktree add,
+// reference-transaction on every ref update, post-index-change…),
+// fsmonitor, pagers and the like planted in the source repository never
+// run during Create, Dirty and Remove; plain Git runs them (the control).
+func TestRunsNoRepositoryCode(t *testing.T) {
+	m := newManager(t)
+	repo := newRepo(t, true)
+	markers := filepath.Join(canonicalTemp(t), "markers")
+	testutil.PlantRepositoryCode(t, repo, markers)
+
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WriteFile(t, wt.Path, "a.txt", "changed\n")
+	if dirty, err := m.Dirty(t.Context(), wt); err != nil || !dirty {
+		t.Errorf("Dirty = %v, %v", dirty, err)
+	}
+	testutil.WriteFile(t, wt.Path, "a.txt", "one\n")
+	if _, err := m.Prune(t.Context(), repo); err != nil {
+		t.Error(err)
+	}
+	if err := m.Remove(t.Context(), repo, wt); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.Markers(t, markers); len(got) != 0 {
+		t.Fatalf("repository code ran: %v", got)
+	}
+	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(canonicalTemp(t), "control"))
+	got := strings.Join(testutil.Markers(t, markers), " ")
+	for _, want := range []string{"hook-post-checkout", "hook-reference-transaction"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("control: plain git worktree add did not run %s (ran %q)", want, got)
+		}
+	}
+}
+
+func TestRunsNoFilters(t *testing.T) {
+	m := newManager(t)
+	repo := newRepo(t, true)
+	markers := filepath.Join(canonicalTemp(t), "markers")
+	testutil.PlantFilters(t, repo, markers)
+	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Create = %v, want ErrUnsafe", err)
+	}
+	if got := testutil.Markers(t, markers); len(got) != 0 {
+		t.Fatalf("a filter ran: %v", got)
+	}
+	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(canonicalTemp(t), "control"))
+	if got := testutil.Markers(t, markers); len(got) == 0 {
+		t.Error("control: plain git worktree add ran no smudge filter")
+	}
+}
+
+// TestGitFileRelative: the worktree's .git file names its repository
+// directory relative to the worktree, and Git, plain and DevSpace's, still
+// works in both directions.
+func TestGitFileRelative(t *testing.T) {
+	m := newManager(t)
+	repo := newRepo(t, true)
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(wt.Path, ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok || filepath.IsAbs(target) || strings.Contains(string(data), repo) || strings.Contains(string(data), m.dir) {
+		t.Fatalf(".git file = %q, want a relative gitdir", data)
+	}
+	if got := filepath.Join(wt.Path, target); got != filepath.Join(repo, ".git", "worktrees", "k") {
+		t.Errorf(".git file resolves to %s", got)
+	}
+
+	// Plain Git in the worktree and in the source.
+	if got := strings.TrimSpace(testutil.Git(t, wt.Path, "rev-parse", "--git-common-dir")); got != filepath.Join(repo, ".git") {
+		t.Errorf("common dir from the worktree = %q", got)
+	}
+	testutil.WriteFile(t, wt.Path, "b.txt", "b\n")
+	testutil.Git(t, wt.Path, "add", "b.txt")
+	testutil.Git(t, wt.Path, "commit", "-q", "-m", "b")
+	if got := testutil.Git(t, repo, "worktree", "list", "--porcelain"); !strings.Contains(got, "worktree "+wt.Path+"\n") || strings.Contains(got, "prunable") {
+		t.Errorf("worktree list in the source:\n%s", got)
+	}
+	testutil.Git(t, repo, "worktree", "prune")
+	if _, err := m.Get(t.Context(), repo, "k"); err != nil {
+		t.Fatalf("Get after git worktree prune: %v", err)
+	}
+	// DevSpace's Git.
+	if dirty, err := m.Dirty(t.Context(), wt); err != nil || dirty {
+		t.Errorf("Dirty = %v, %v", dirty, err)
+	}
+	since, err := review.New(review.Options{}).ChangesSince(t.Context(), wt.Path, wt.BaseCommit, repo)
+	if err != nil || len(since.Files) != 1 || since.Files[0].Path != "b.txt" {
+		t.Errorf("ChangesSince = %+v, %v", since, err)
+	}
+	if err := m.Remove(t.Context(), repo, wt); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if exists(wt.Path) || len(worktreePaths(t, repo)) != 1 {
+		t.Error("worktree remains")
+	}
+}
+
+// TestRefusesSubmoduleLeadingOutside: a submodule directory in the worktree
+// whose .git names an outside repository (HEAD a FIFO) stops Dirty and
+// Remove: diff-files and `git status` would read that HEAD.
+func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
+	m := fastManager(t)
+	repo := newRepo(t, true)
+	outside := filepath.Join(canonicalTemp(t), "repo")
+	testutil.OutsideRepo(t, outside, false)
+	id := strings.TrimSpace(testutil.Git(t, outside, "rev-parse", "HEAD"))
+	testutil.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+id+",sub")
+	testutil.Git(t, repo, "commit", "-q", "-m", "submodule")
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := filepath.Join(outside, ".git", "HEAD")
+	if err := os.Remove(head); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Mkfifo(t, head)
+	testutil.WriteFile(t, wt.Path, "sub/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
+	start := time.Now()
+	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %v: something waited on a FIFO", d)
+	}
+}
+
+// TestPruneRelativizesOlderWorktrees: a worktree made before .git files
+// were written relative gets a relative one at the next Prune (startup).
+func TestPruneRelativizesOlderWorktrees(t *testing.T) {
+	m := newManager(t)
+	repo := newRepo(t, true)
+	wt, err := m.Create(t.Context(), repo, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotgit := filepath.Join(wt.Path, ".git")
+	testutil.WriteFile(t, wt.Path, ".git", "gitdir: "+filepath.Join(repo, ".git", "worktrees", "k")+"\n")
+	if _, err := m.Prune(t.Context(), repo); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(dotgit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); !ok || filepath.IsAbs(target) {
+		t.Errorf(".git after Prune = %q, want relative", data)
+	}
+	if dirty, err := m.Dirty(t.Context(), wt); err != nil || dirty {
+		t.Errorf("Dirty = %v, %v", dirty, err)
+	}
+	if got := testutil.Markers(t, filepath.Dir(wt.Path)); len(got) != 1 {
+		t.Errorf("files next to the worktree: %v", got)
+	}
+}
