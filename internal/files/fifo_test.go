@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 func TestReadNotRegularWithoutBlocking(t *testing.T) {
@@ -57,7 +59,7 @@ func TestOpenFlagsDoNotBlockOnFIFO(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		f, err := e.root.OpenFile("pipe", openFlags, 0)
+		f, _, err := project.Open(e.root, "pipe", false)
 		if err == nil {
 			f.Close()
 		}
@@ -66,10 +68,10 @@ func TestOpenFlagsDoNotBlockOnFIFO(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("open with openFlags: %v", err)
+			t.Fatalf("open with project.Open: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("opening a FIFO with openFlags blocked")
+		t.Fatal("opening a FIFO with project.Open blocked")
 	}
 }
 
