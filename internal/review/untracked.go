@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 // binarySniff is how much of a file Git inspects for a NUL byte to call it
@@ -180,13 +182,19 @@ func fitted(text []byte, budget int) ([]byte, bool) {
 }
 
 // readRegular reads at most limit bytes of a regular file; more reports that
-// the file holds more.
+// the file holds more. The file is opened with project.Open and must be
+// reached through no link (git listed it as a file at that path): a
+// directory swapped for a link since cannot put another file's content,
+// a secret's say, under the listed name.
 func readRegular(root *os.Root, name string, limit int) (data []byte, more bool, err error) {
-	f, err := root.OpenFile(name, fileOpenFlags, 0)
+	f, real, err := project.Open(root, name, true)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
+	if real != name {
+		return nil, false, errors.New("the path changed since git listed it")
+	}
 	info, err := f.Stat()
 	if err != nil {
 		return nil, false, err
