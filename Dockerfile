@@ -36,9 +36,18 @@ RUN set -eu; \
       rm -rf /var/lib/apt/lists/*; \
     fi; \
     ln -s ../lib/devspace/devspace /usr/local/bin/devspace; \
-    groupadd --gid "$DEVSPACE_GID" devspace; \
-    useradd --uid "$DEVSPACE_UID" --gid "$DEVSPACE_GID" --home-dir /home/devspace --create-home \
-      --shell /bin/bash devspace; \
+    # Any UID/GID works (macOS' GID 20, GID 0…): an existing group or user
+    # with that ID is reused, never recreated. UID 0 is refused: DevSpace
+    # runs as a low-privilege user.
+    if [ "$DEVSPACE_UID" = 0 ]; then echo "DEVSPACE_UID must not be 0" >&2; exit 1; fi; \
+    getent group "$DEVSPACE_GID" >/dev/null || groupadd --gid "$DEVSPACE_GID" devspace; \
+    if user=$(getent passwd "$DEVSPACE_UID" | cut -d: -f1) && [ -n "$user" ]; then \
+      usermod --gid "$DEVSPACE_GID" --home /home/devspace --shell /bin/bash "$user"; \
+      mkdir -p /home/devspace; chown "$DEVSPACE_UID:$DEVSPACE_GID" /home/devspace; \
+    else \
+      useradd --uid "$DEVSPACE_UID" --gid "$DEVSPACE_GID" --home-dir /home/devspace --create-home \
+        --shell /bin/bash devspace; \
+    fi; \
     chmod 0700 /home/devspace; \
     mkdir -p /data /projects; \
     chown "$DEVSPACE_UID:$DEVSPACE_GID" /data; \

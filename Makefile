@@ -99,6 +99,7 @@ e2e: export TESTCONTAINERS_RYUK_DISABLED := true
 e2e: e2e-image ## end-to-end tests: the image, hardened as in compose.yaml, driven over OAuth + MCP (Docker)
 	cd e2e && $(GO) vet -tags e2e ./...
 	cd e2e && DEVSPACE_E2E_IMAGE=$(E2E_IMAGE) DEVSPACE_E2E_COMPOSE=$(E2E_DIR)/docker-compose DEVSPACE_E2E_ROOT=$(CURDIR) \
+		DEVSPACE_E2E_BASE=$$(../deploy/image/base-image) \
 		$(GO) test -tags e2e -count=1 -timeout 20m -v .
 
 # The image under test: a static binary built here on a Debian base made
