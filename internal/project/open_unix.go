@@ -29,21 +29,24 @@ const raceRetries = 8
 // fdWalk is a walk in progress: the directories opened so far, from the
 // root down, each by a name that was not a symlink when it was opened.
 type fdWalk struct {
-	base  *os.File // the root, opened through the *os.Root
-	fds   []int    // fds[i] is names[i]'s directory, opened from fds[i-1] (or base)
-	names []string
-	links int
+	base   *os.File // the root, opened through the *os.Root
+	baseFD int
+	fds    []int // fds[i] is names[i]'s directory, opened from fds[i-1] (or base)
+	names  []string
+	links  int
 	// refuseGitDirs makes entering a directory that is a Git directory
 	// (whatever its name) a path_denied (repository_metadata).
 	refuseGitDirs bool
 }
 
 func startWalk(root *os.Root) (*fdWalk, error) {
-	base, err := root.Open(".")
+	// O_NONBLOCK spares the *os.File's own flag round trips: it is only
+	// ever used as the directory descriptor of openat.
+	base, err := root.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, Classify(err)
 	}
-	return &fdWalk{base: base}, nil
+	return &fdWalk{base: base, baseFD: FD(base)}, nil
 }
 
 func (w *fdWalk) close() {
@@ -66,9 +69,20 @@ func (w *fdWalk) checkRoot() error {
 // top is the descriptor of the directory reached so far.
 func (w *fdWalk) top() int {
 	if len(w.fds) == 0 {
-		return int(w.base.Fd())
+		return w.baseFD
 	}
 	return w.fds[len(w.fds)-1]
+}
+
+// FD returns f's descriptor without the side effects of (*os.File).Fd,
+// which switches a non-blocking descriptor to blocking mode with a system
+// call each time it is asked. The descriptor is valid while f is open.
+func FD(f *os.File) int {
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(d uintptr) { fd = int(d) })
+	}
+	return fd
 }
 
 // real is the real Project-relative path of the directory reached so far.
@@ -164,7 +178,7 @@ func (w *fdWalk) openFinal(name string) (f *os.File, target []string, err error)
 		switch {
 		case err == nil:
 			w.names = append(w.names, name)
-			return os.NewFile(uintptr(fd), name), nil, nil
+			return newFile(fd, name), nil, nil
 		case errors.Is(err, unix.ELOOP):
 			target, err := w.follow(name)
 			if errors.Is(err, errNotLink) {
@@ -185,8 +199,13 @@ func (w *fdWalk) reopen() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.NewFile(uintptr(fd), "."), nil
+	return newFile(fd, "."), nil
 }
+
+// newFile wraps a descriptor opened with O_NONBLOCK: os.NewFile asks its
+// flags and, seeing O_NONBLOCK, tries the poller once (which refuses
+// regular files and directories); reads then work as on any file.
+func newFile(fd int, name string) *os.File { return os.NewFile(uintptr(fd), name) }
 
 // resolveElems walks todo from the directory reached so far. With open
 // set, the last element is opened (any kind of file) and returned; without
@@ -295,21 +314,28 @@ func isGitDir(fd int) bool {
 // step of a walk that names entries one by one: the caller joins and
 // judges the path (IsRepositoryMetadata, IsSensitive) of what it opened.
 func OpenAt(dir *os.File, name string, wantDir bool) (*os.File, error) {
+	fd, err := OpenAtFD(FD(dir), name, wantDir)
+	if err != nil {
+		return nil, err
+	}
+	return newFile(fd, name), nil
+}
+
+// OpenAtFD is OpenAt on the directory descriptor dirfd, returning the bare
+// descriptor: for walks that open many files and need no *os.File (whose
+// creation costs system calls of its own). The caller closes it.
+func OpenAtFD(dirfd int, name string, wantDir bool) (int, error) {
 	flags := finalFlags
 	if wantDir {
 		flags = dirFlags
 	}
-	fd, err := openat(int(dir.Fd()), name, flags)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), name), nil
+	return openat(dirfd, name, flags)
 }
 
 // LstatAt returns the type bits and size of the entry name of the open
 // directory dir, without following a symlink.
 func LstatAt(dir *os.File, name string) (fs.FileMode, int64, error) {
-	st, err := fstatat(int(dir.Fd()), name)
+	st, err := fstatat(FD(dir), name)
 	if err != nil {
 		return 0, 0, err
 	}

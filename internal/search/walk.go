@@ -26,11 +26,12 @@ const readDirChunk = 1024
 // release closes it.
 type dirHandle struct {
 	dir  *os.File
+	fd   int // dir's descriptor, valid while dir is open
 	refs atomic.Int32
 }
 
 func newDirHandle(d *os.File) *dirHandle {
-	h := &dirHandle{dir: d}
+	h := &dirHandle{dir: d, fd: project.FD(d)}
 	h.refs.Store(1)
 	return h
 }
