@@ -55,7 +55,9 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
 
 	fsmonitor := string(config) + "[core]\n\tfsmonitor = \"touch PWNED\"\n"
-	add := func(p string) string { return "*** Begin Patch\n*** Add File: " + p + "\n+#!/bin/sh\n+touch PWNED\n*** End Patch\n" }
+	add := func(p string) string {
+		return "*** Begin Patch\n*** Add File: " + p + "\n+#!/bin/sh\n+touch PWNED\n*** End Patch\n"
+	}
 	for i, tc := range []struct {
 		name, patch string
 		ifMatch     any
@@ -135,9 +137,9 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 	root := env.Roots["alpha"]
 	for rel, content := range map[string]string{
 		".env": "TOKEN=" + marker + "\n", ".ssh/id_ed25519": marker + "\n", ".kube/config": "token: " + marker + "\n",
-		".kube/SKILL.md": "---\nname: kube\ndescription: k\n---\n" + marker + "\n",
+		".kube/SKILL.md":                "---\nname: kube\ndescription: k\n---\n" + marker + "\n",
 		".agents/skills/tools/SKILL.md": "---\nname: tools\ndescription: t\n---\nbody\n",
-		"src/main.go": "package main\n", "docs/AGENTS.md": "nested\n",
+		"src/main.go":                   "package main\n", "docs/AGENTS.md": "nested\n",
 	} {
 		testutil.WriteFile(t, root, rel, content)
 	}
