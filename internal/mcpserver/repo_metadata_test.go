@@ -227,24 +227,7 @@ func TestSecretRaceSwap(t *testing.T) {
 	me := session("s")
 	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
 
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		z, p, l := filepath.Join(root, "zzz"), filepath.Join(root, "plain"), filepath.Join(root, "link")
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Rename(z, p)
-			os.Rename(l, z)
-			os.Rename(z, l)
-			os.Rename(p, z)
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	defer testutil.SwapDirAndLink(root, "zzz", "plain", "link")()
 	reads, greps := 10000, 200
 	if testing.Short() {
 		reads, greps = 1000, 20

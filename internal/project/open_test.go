@@ -8,10 +8,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func isRepository(err error) bool {
@@ -144,18 +144,8 @@ func TestOpenRaceSwap(t *testing.T) {
 	must(err)
 	defer root.Close()
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		// zzz is the plain directory, then the link, then the directory…
-		z, p, l := filepath.Join(dir, "zzz"), filepath.Join(dir, "plain"), filepath.Join(dir, "link")
-		for !stop.Load() {
-			os.Rename(z, p)
-			os.Rename(l, z)
-			os.Rename(z, l)
-			os.Rename(p, z)
-		}
-	})
+	stop := testutil.SwapDirAndLink(dir, "zzz", "plain", "link")
+	defer stop()
 	n := 10000
 	if testing.Short() {
 		n = 2000
@@ -170,13 +160,9 @@ func TestOpenRaceSwap(t *testing.T) {
 		f.Close()
 		seen++
 		if strings.Contains(string(b), "SECRET") {
-			stop.Store(true)
-			wg.Wait()
 			t.Fatal("a read through a swapped link returned the sensitive file")
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
 	if seen == 0 {
 		t.Fatal("no read succeeded: the race test proves nothing")
 	}

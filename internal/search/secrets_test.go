@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 const secretMarker = "SECRET-MARKER-91c2"
@@ -105,18 +105,7 @@ func TestGrepSwapRace(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "plain"), filepath.Join(dir, "zzz")); err != nil {
 		t.Fatal(err)
 	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		z, p, l := filepath.Join(dir, "zzz"), filepath.Join(dir, "plain"), filepath.Join(dir, "link")
-		for !stop.Load() {
-			os.Rename(z, p)
-			os.Rename(l, z)
-			os.Rename(z, l)
-			os.Rename(p, z)
-		}
-	})
-	defer func() { stop.Store(true); wg.Wait() }()
+	defer testutil.SwapDirAndLink(dir, "zzz", "plain", "link")()
 	s := New(Limits{})
 	n := 200
 	if testing.Short() {

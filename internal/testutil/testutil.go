@@ -86,3 +86,28 @@ func WriteFile(t testing.TB, dir, rel, content string) {
 		t.Fatal(err)
 	}
 }
+
+// SwapDirAndLink makes dir/name alternate, in a tight loop until stop is
+// called, between the directory dir/plain and the symlink dir/link (for
+// example a link to a sensitive directory): the race a resolver must
+// survive. name must be the directory when called; stop waits for the loop
+// and leaves it a directory or a link.
+func SwapDirAndLink(dir, name, plain, link string) (stop func()) {
+	z, p, l := filepath.Join(dir, name), filepath.Join(dir, plain), filepath.Join(dir, link)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			os.Rename(z, p)
+			os.Rename(l, z)
+			os.Rename(z, l)
+			os.Rename(p, z)
+		}
+	}()
+	return func() { close(quit); <-done }
+}
