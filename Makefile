@@ -7,7 +7,7 @@ DATA      ?= $(CURDIR)/.data
 export CGO_ENABLED ?= 0
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-deps lint bench microbench load crash fuzz FORCE inspector-check e2e e2e-image image helm-lint clean
+.PHONY: help build run test test-deps lint bench microbench load crash fuzz FORCE inspector-check e2e e2e-image image image-local compose-plugin helm-lint clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -113,6 +113,29 @@ e2e-image:
 			-t $(E2E_IMAGE) .
 	@docker image inspect $(E2E_IMAGE) --format 'image $(E2E_IMAGE): {{.Size}} bytes'
 	cd e2e && $(GO) build -o $(E2E_DIR)/docker-compose github.com/docker/compose/v5/cmd
+
+# The image compose.yaml runs by default (devspace:local), built with no
+# registry: the static binary on the locally debootstrapped Debian base that
+# e2e uses, for the UID/GID in .env when there is one.
+LOCAL_IMAGE ?= devspace:local
+ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' .env 2>/dev/null | tail -n1)
+ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' .env 2>/dev/null | tail -n1)
+image-local: ## build devspace:local for compose with no registry (local Debian base; DEVSPACE_UID/GID from .env)
+	@deploy/e2e/ensure-docker
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
+	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
+		docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
+			$(if $(ENV_UID),--build-arg DEVSPACE_UID=$(ENV_UID)) $(if $(ENV_GID),--build-arg DEVSPACE_GID=$(ENV_GID)) \
+			-t $(LOCAL_IMAGE) .
+	@echo "built $(LOCAL_IMAGE): docker compose run --rm devspace init, then docker compose up -d devspace"
+
+# Debian 12 ships only Compose v1 (docker-compose 1.29), which cannot read
+# compose.yaml; this builds v2 from the Go module proxy as a CLI plugin.
+COMPOSE_PLUGIN ?= $(or $(DOCKER_CONFIG),$(HOME)/.docker)/cli-plugins/docker-compose
+compose-plugin: ## install Docker Compose v2 as the `docker compose` plugin, built from the Go module proxy (no registry)
+	@mkdir -p $(dir $(COMPOSE_PLUGIN))
+	cd e2e && $(GO) build -o $(COMPOSE_PLUGIN) github.com/docker/compose/v5/cmd
+	@docker compose version
 
 image: ## build the container image (multi-stage; BUILDER_IMAGE and RUNTIME_IMAGE pick other bases)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
