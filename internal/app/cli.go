@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -464,7 +465,13 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	bad := func(format string, a ...any) { problems++; fmt.Fprintf(out, "✗ "+format+"\n", a...) }
 	warn := func(format string, a ...any) { fmt.Fprintf(out, "! "+format+"\n", a...) }
 	ok("configuration is valid (%d Project(s))", len(cfg.Projects))
-	if fi, err := os.Stat(cfg.StateDir); err != nil {
+	// doctor only looks: it creates, migrates and changes nothing.
+	fi, err := os.Stat(cfg.StateDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		bad("no DevSpace state in %s: run `devspace init` there, or set DEVSPACE_STATE_DIR (or --state-dir) to the state you use", cfg.StateDir)
+		return fmt.Errorf("%d problem(s) found", problems)
+	}
+	if err != nil {
 		bad("state directory %s: %v", cfg.StateDir, err)
 	} else if fi.Mode().Perm()&0o077 != 0 {
 		bad("state directory %s is accessible to other users (chmod 700)", cfg.StateDir)
@@ -479,14 +486,14 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		bad("%s is accessible to other users (chmod 600)", store.FileName)
 	}
-	st, err := store.Open(ctx, cfg.StateDir, store.Options{})
+	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {
 		bad("database: %v", err)
 		st = nil
 	} else {
 		defer st.Close()
 		v, _ := st.SchemaVersion(ctx)
-		ok("database opens (schema version %d)", v)
+		ok("database opens (schema version %d; opened read-only)", v)
 	}
 	if !cfg.ControlIsLoopback() {
 		bad("control listener %s is not loopback", cfg.ControlListen)

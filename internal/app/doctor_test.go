@@ -2,6 +2,8 @@ package app_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,4 +63,53 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "none half-created") || !strings.Contains(out, "pruned 1 half-created worktree item(s) in 1 Project(s)") {
 		t.Fatalf("doctor after the prune: %d\n%s", code, out)
 	}
+}
+
+// TestDoctorOnlyLooks: on a missing state, doctor says so in one line and
+// creates nothing (it used to create the directory and a database while
+// printing "no such file"); on an existing state it changes no byte of the
+// state directory.
+func TestDoctorOnlyLooks(t *testing.T) {
+	projDir := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "state")
+	code, out, _ := run(t, map[string]string{"DEVSPACE_STATE_DIR": missing, "DEVSPACE_PROJECTS": "p=" + projDir}, "doctor")
+	if code == 0 || strings.Count(out, "✗") != 1 || !strings.Contains(out, "no DevSpace state in "+missing+": run `devspace init`") ||
+		strings.Contains(out, "database opens") {
+		t.Fatalf("doctor on a missing state: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("doctor created the state directory: %v", err)
+	}
+
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	env.Stop()
+	before := snapshotDir(t, env.StateDir)
+	if code, out, _ := run(t, envOf(env), "doctor"); !strings.Contains(out, "database opens") {
+		t.Fatalf("doctor: %d\n%s", code, out)
+	}
+	if after := snapshotDir(t, env.StateDir); after != before {
+		t.Fatalf("doctor changed the state directory:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// snapshotDir renders every file below dir with its size and content hash.
+func snapshotDir(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b.WriteString(fmt.Sprintf("%s:%x ", rel, sha256.Sum256(data)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

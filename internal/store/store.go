@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -133,4 +134,52 @@ func notFound(err error) error {
 		return ErrNotFound
 	}
 	return err
+}
+
+// ErrNoDatabase is returned by OpenReadOnly when the state directory holds
+// no database. This package owns it.
+var ErrNoDatabase = errors.New("no database")
+
+// OpenReadOnly opens the database of stateDir for reading only, for
+// doctor and diagnostic: it creates, migrates and changes nothing (no
+// directory, file, permission or schema), and fails with ErrNoDatabase
+// (wrapped) when there is no database yet. Its writes fail. While a server
+// has the database open, reading takes SQLite's shared-memory read locks
+// in the -shm file (coordination, not content).
+func OpenReadOnly(ctx context.Context, stateDir string) (*Store, error) {
+	path := filepath.Join(stateDir, FileName)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w in %s", ErrNoDatabase, stateDir)
+		}
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+		// No write-ahead log: no server has the database open (it removes
+		// the log when it closes). immutable keeps SQLite from creating
+		// the -wal and -shm side files a WAL reader otherwise makes.
+		q.Set("immutable", "1")
+	}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "query_only(1)")
+	db, err := gorm.Open(sqlite.Open("file:"+path+"?"+q.Encode()), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
 }
