@@ -43,7 +43,10 @@ Usage:
   devspace grants revoke GRANT_ID
   devspace grants revoke-all        end every grant (emergency)
   devspace projects list [--json]
-  devspace doctor                   check configuration and state
+  devspace doctor                   check configuration and state (reads only)
+  devspace diagnostic [--output FILE]
+                                    a redacted support bundle (JSON): versions,
+                                    configuration, doctor, counts, recent audit
   devspace healthcheck              exit 0 when /healthz answers (for Docker)
   devspace version
 
@@ -80,6 +83,8 @@ func Main(ctx context.Context, args []string, env Env, stdio IO) int {
 		err = runProjects(ctx, rest[1:], env, stdio)
 	case "doctor":
 		err = runDoctor(ctx, rest, env, stdio)
+	case "diagnostic":
+		err = runDiagnostic(ctx, rest, env, stdio)
 	case "healthcheck":
 		err = runHealthcheck(ctx, rest, env, stdio)
 	case "version":

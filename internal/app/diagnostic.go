@@ -1,0 +1,288 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devspace-dev/devspace/internal/buildinfo"
+	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/store"
+)
+
+// diagnosticAuditEvents is how many recent audit events a bundle carries.
+const diagnosticAuditEvents = 50
+
+// diagnosticBundle is what `devspace diagnostic` writes: what a maintainer
+// needs to understand an installation, with nothing that could let anyone
+// act on it. Every string goes through redact before it is written.
+type diagnosticBundle struct {
+	GeneratedAt time.Time         `json:"generatedAt"`
+	Version     map[string]string `json:"version"`
+	Config      map[string]any    `json:"config"`
+	Doctor      []string          `json:"doctor"`
+	Cgroup      map[string]any    `json:"cgroup"`
+	Counts      map[string]any    `json:"counts,omitempty"`
+	Audit       []map[string]any  `json:"recentAudit,omitempty"`
+	Metrics     []string          `json:"metrics,omitempty"`
+	Notes       []string          `json:"notes,omitempty"`
+}
+
+// runDiagnostic writes a redacted support bundle (JSON) to --output or
+// standard output. It only reads: the state is opened read-only, and the
+// metrics come from the running server's metrics listener when it answers
+// on loopback.
+func runDiagnostic(ctx context.Context, args []string, env Env, stdio IO) error {
+	output := "-"
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") || name != "output" {
+			rest = append(rest, args[i])
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return usageError("usage: devspace diagnostic [--output FILE] [flags]")
+			}
+			i++
+			value = args[i]
+		}
+		output = value
+	}
+	cfg, err := loadConfig(rest, env)
+	if err != nil {
+		return err
+	}
+	b := collectDiagnostic(ctx, cfg, rest, env)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // "<state dir>", not "\u003cstate dir\u003e"
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
+		return err
+	}
+	raw := newRedactor(cfg, env).redact(buf.Bytes())
+	if output == "-" {
+		_, err = stdio.Stdout.Write(raw)
+		return err
+	}
+	if err := os.WriteFile(output, raw, 0o600); err != nil {
+		return fmt.Errorf("write the bundle: %w", err)
+	}
+	fmt.Fprintf(stdio.Stderr, "wrote %s (%d bytes); read it before you share it\n", output, len(raw))
+	return nil
+}
+
+func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, env Env) diagnosticBundle {
+	bi := buildinfo.Get()
+	b := diagnosticBundle{
+		GeneratedAt: time.Now().UTC(),
+		Version: map[string]string{
+			"devspace": bi.Version, "commit": bi.Commit, "go": bi.GoVersion, "os": runtime.GOOS, "arch": runtime.GOARCH,
+			"kernel": kernelRelease(),
+		},
+		Config: redactedConfig(cfg),
+	}
+	if _, err := os.Stat("/.dockerenv"); err == nil {
+		b.Version["container"] = "docker"
+	}
+	var doc bytes.Buffer
+	_ = runDoctor(ctx, args, env, IO{Stdout: &doc, Stderr: io.Discard})
+	b.Doctor = strings.Split(strings.TrimRight(doc.String(), "\n"), "\n")
+	ok, reason := process.CgroupAvailable()
+	b.Cgroup = map[string]any{"delegated": ok, "reason": reason}
+
+	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
+	if err != nil {
+		b.Notes = append(b.Notes, "state: "+err.Error())
+	} else {
+		defer st.Close()
+		b.Counts = diagnosticCounts(ctx, st)
+		if events, err := st.RecentAudit(ctx, diagnosticAuditEvents); err == nil {
+			for _, e := range events {
+				ev := map[string]any{"at": e.At, "kind": e.Kind}
+				if e.Detail != "" {
+					var d any
+					if json.Unmarshal([]byte(e.Detail), &d) == nil {
+						ev["detail"] = d
+					}
+				}
+				b.Audit = append(b.Audit, ev)
+			}
+		}
+	}
+	if m, err := scrapeMetrics(ctx, cfg); err != nil {
+		b.Notes = append(b.Notes, "metrics: "+err.Error())
+	} else {
+		b.Metrics = m
+	}
+	return b
+}
+
+func diagnosticCounts(ctx context.Context, st *store.Store) map[string]any {
+	c := map[string]any{}
+	if gs, err := st.Grants(ctx, true); err == nil {
+		active := 0
+		for _, g := range gs {
+			if g.RevokedAt == nil {
+				active++
+			}
+		}
+		c["grants"], c["grantsActive"] = len(gs), active
+	}
+	if n, err := st.CountClients(ctx); err == nil {
+		c["clients"] = n
+	}
+	if n, err := st.CountOpenExecutions(ctx); err == nil {
+		c["executionsOpen"] = n
+	}
+	if n, err := st.CountProcessOutputs(ctx); err == nil {
+		c["processOutputs"] = n
+	}
+	if v, err := st.SchemaVersion(ctx); err == nil {
+		c["schemaVersion"] = v
+	}
+	return c
+}
+
+// redactedConfig is the effective configuration with every secret, file
+// and Project path replaced by what it is.
+func redactedConfig(cfg *config.Config) map[string]any {
+	raw, _ := json.Marshal(cfg)
+	m := map[string]any{}
+	_ = json.Unmarshal(raw, &m)
+	for k, v := range m {
+		switch {
+		case k == "Projects":
+			var labels []string
+			for _, p := range cfg.Projects {
+				labels = append(labels, p.Label)
+			}
+			sort.Strings(labels)
+			m[k] = map[string]any{"count": len(labels), "labels": labels}
+		case k == "StateDir":
+			m[k] = "<state dir>"
+		case strings.HasSuffix(k, "File"), strings.HasSuffix(k, "Files"):
+			m[k] = map[bool]string{true: "<set>", false: "<unset>"}[v != "" && v != nil]
+		case k == "SkillPaths":
+			m[k] = fmt.Sprintf("<%d path(s)>", len(cfg.SkillPaths))
+		case strings.HasSuffix(k, "TTL"), strings.HasSuffix(k, "Lifetime"), strings.HasSuffix(k, "Timeout"):
+			if ns, ok := v.(float64); ok {
+				m[k] = time.Duration(ns).String()
+			}
+		}
+	}
+	return m
+}
+
+// scrapeMetrics reads DevSpace's own series from the running server's
+// metrics listener, when it is on loopback and answers.
+func scrapeMetrics(ctx context.Context, cfg *config.Config) ([]string, error) {
+	if !cfg.MetricsIsLoopback() {
+		return nil, fmt.Errorf("the metrics listener is not on loopback; not scraped")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.MetricsListen+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no running server answered")
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "devspace_") || strings.HasPrefix(l, "process_resident_memory_bytes") ||
+			strings.HasPrefix(l, "go_goroutines") {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// redactor removes what must never leave the machine from a bundle: host
+// paths (Projects, state directory, skill directories, home), bearer
+// tokens, values of password/token/secret/code/key fields, and anything
+// that looks like a credential: 32 or more token characters mixing digits
+// and letters (a SHA-256 hash or an HMAC reference looks like one too and
+// is removed as well).
+type redactor struct {
+	paths []pathName
+}
+
+type pathName struct{ path, name string }
+
+var (
+	bearerRE     = regexp.MustCompile(`(?i)bearer\s+[^\s"]+`)
+	credentialRE = regexp.MustCompile(`[A-Za-z0-9_\-+/=]{32,}`)
+	keyValueRE   = regexp.MustCompile(`(?i)((?:password|token|secret|code|key|credential)[A-Za-z_]*"?\s*[:=]\s*"?)[^\s",<][^\s",]*`)
+)
+
+func newRedactor(cfg *config.Config, env Env) *redactor {
+	r := &redactor{}
+	for _, p := range cfg.Projects {
+		r.paths = append(r.paths, pathName{p.Path, "<project " + p.Label + ">"})
+	}
+	r.paths = append(r.paths, pathName{cfg.StateDir, "<state dir>"})
+	for _, p := range cfg.SkillPaths {
+		r.paths = append(r.paths, pathName{p, "<skill dir>"})
+	}
+	for _, f := range []string{cfg.OwnerPasswordFile, cfg.MasterKeyFile} {
+		if f != "" {
+			r.paths = append(r.paths, pathName{f, "<file>"})
+		}
+	}
+	if home, ok := env("HOME"); ok && home != "" && home != "/" {
+		r.paths = append(r.paths, pathName{home, "~"})
+	}
+	// Longest first, so a Project inside the home directory keeps its name.
+	sort.Slice(r.paths, func(i, j int) bool { return len(r.paths[i].path) > len(r.paths[j].path) })
+	return r
+}
+
+func (r *redactor) redact(b []byte) []byte {
+	s := string(b)
+	for _, p := range r.paths {
+		if p.path != "" {
+			s = strings.ReplaceAll(s, p.path, p.name)
+		}
+	}
+	s = bearerRE.ReplaceAllString(s, "Bearer <redacted>")
+	s = keyValueRE.ReplaceAllString(s, "${1}<redacted>")
+	s = credentialRE.ReplaceAllStringFunc(s, func(m string) string {
+		// Random values mix digits and letters; metric and setting names
+		// do not.
+		if strings.ContainsAny(m, "0123456789") && strings.ContainsFunc(m, func(r rune) bool { return r >= 'A' && r <= 'z' }) {
+			return "<redacted>"
+		}
+		return m
+	})
+	return []byte(s)
+}
