@@ -35,6 +35,9 @@ func (a *App) RotatePassword(ctx context.Context, password []byte) (int, error) 
 	return a.oauth.RevokeAll(ctx, "password_rotated")
 }
 
+// ListProjects is Projects for the CLI's adminAPI.
+func (a *App) ListProjects(context.Context) ([]control.ProjectInfo, error) { return a.Projects(), nil }
+
 // Projects lists configured Projects with their accessibility.
 func (a *App) Projects() []control.ProjectInfo {
 	ok := a.catalog.CheckAccessible()

@@ -213,9 +213,16 @@ func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
 // withAdmin runs fn against the running server's control API, or, when no
 // server answers, against the state directory directly.
 func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) error) error {
+	return withAdminNote(ctx, cfg, nil, fn)
+}
+
+// withAdminNote is withAdmin that tells note (when not nil) where the
+// answer comes from: the running server, or the state directory read
+// directly because no server answered.
+func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn func(adm adminAPI) error) error {
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
-		return ErrNotInitialized
+		return notInitialized(cfg)
 	}
 	if err != nil {
 		return err
@@ -223,6 +230,9 @@ func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) er
 	client := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose))
 	err = fn(remoteAdmin{client})
 	if !control.IsUnavailable(err) {
+		if note != nil && err == nil {
+			fmt.Fprintf(note, "(from the running server on %s; state %s)\n", cfg.ControlListen, cfg.StateDir)
+		}
 		return err
 	}
 	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
@@ -230,13 +240,24 @@ func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) er
 		return err
 	}
 	defer a.Close()
+	if note != nil {
+		fmt.Fprintf(note, "(no server answered on %s; read the state in %s directly)\n", cfg.ControlListen, cfg.StateDir)
+	}
 	return fn(a)
+}
+
+// notInitialized explains a missing state without sending the owner to
+// create a second one when a server already runs with another.
+func notInitialized(cfg *config.Config) error {
+	return fmt.Errorf("%w: no DevSpace state in %s. If a server already runs with another state (`make run` keeps it in .data/state), "+
+		"point DEVSPACE_STATE_DIR (or --state-dir) at it; otherwise create one with `devspace init`", ErrNotInitialized, cfg.StateDir)
 }
 
 // adminAPI is what the CLI needs; both the control client and a local App
 // provide it.
 type adminAPI interface {
 	ListGrants(ctx context.Context, all bool) ([]oauth.GrantSummary, error)
+	ListProjects(ctx context.Context) ([]control.ProjectInfo, error)
 	RevokeGrant(ctx context.Context, id string) error
 	RevokeAll(ctx context.Context) (int, error)
 	RotatePassword(ctx context.Context, password []byte) (int, error)
@@ -251,6 +272,9 @@ func (r remoteAdmin) RevokeGrant(ctx context.Context, id string) error {
 	return r.c.RevokeGrant(ctx, id)
 }
 func (r remoteAdmin) RevokeAll(ctx context.Context) (int, error) { return r.c.RevokeAll(ctx) }
+func (r remoteAdmin) ListProjects(ctx context.Context) ([]control.ProjectInfo, error) {
+	return r.c.Projects(ctx)
+}
 func (r remoteAdmin) RotatePassword(ctx context.Context, pw []byte) (int, error) {
 	return r.c.RotatePassword(ctx, string(pw))
 }
@@ -281,7 +305,7 @@ func runGrants(ctx context.Context, args []string, env Env, stdio IO) error {
 	}
 	switch sub {
 	case "list":
-		return withAdmin(ctx, cfg, func(adm adminAPI) error {
+		return withAdminNote(ctx, cfg, stdio.Stderr, func(adm adminAPI) error {
 			grants, err := adm.ListGrants(ctx, *all)
 			if err != nil {
 				return err
@@ -395,12 +419,17 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
+	// The running server's Projects first: the CLI's own environment may
+	// not name them (DEVSPACE_PROJECTS is often set only for the server).
+	var projects []control.ProjectInfo
+	err = withAdminNote(ctx, cfg, stdio.Stderr, func(adm adminAPI) error {
+		var err error
+		projects, err = adm.ListProjects(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	projects := a.Projects()
 	if *asJSON {
 		if projects == nil {
 			projects = []control.ProjectInfo{}
@@ -410,7 +439,7 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 		return enc.Encode(projects)
 	}
 	if len(projects) == 0 {
-		fmt.Fprintln(stdio.Stdout, "No Projects configured; set DEVSPACE_PROJECTS.")
+		fmt.Fprintln(stdio.Stdout, "No Projects configured; set DEVSPACE_PROJECTS (for the server and for this command).")
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)

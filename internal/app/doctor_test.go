@@ -113,3 +113,28 @@ func snapshotDir(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestProjectsListAsksTheServer: the owner's shell often lacks the
+// server's DEVSPACE_PROJECTS; projects list asks the running server and
+// says so, and falls back to the state directory (saying that) when none
+// answers. A missing state names its directory and does not just send the
+// owner to create a second one.
+func TestProjectsListAsksTheServer(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	vars := envOf(env)
+	delete(vars, "DEVSPACE_PROJECTS")
+	code, out, errOut := run(t, vars, "projects", "list")
+	if code != 0 || !strings.Contains(out, "alpha") || !strings.Contains(errOut, "from the running server") {
+		t.Fatalf("projects list with the server up: %d\n%s\n%s", code, out, errOut)
+	}
+	env.Stop()
+	code, out, errOut = run(t, vars, "projects", "list")
+	if code != 0 || strings.Contains(out, "alpha") || !strings.Contains(errOut, "no server answered") {
+		t.Fatalf("projects list with the server down: %d\n%s\n%s", code, out, errOut)
+	}
+	vars["DEVSPACE_STATE_DIR"] = filepath.Join(t.TempDir(), "elsewhere")
+	code, _, errOut = run(t, vars, "grants", "list")
+	if code == 0 || !strings.Contains(errOut, "no DevSpace state in "+vars["DEVSPACE_STATE_DIR"]) || !strings.Contains(errOut, "DEVSPACE_STATE_DIR") {
+		t.Fatalf("grants list without state: %d\n%s", code, errOut)
+	}
+}
