@@ -29,8 +29,9 @@ test: test-deps lint ## run every test: unit, integration, browser (race detecto
 	$(MAKE) --no-print-directory helm-lint
 	$(MAKE) --no-print-directory e2e
 
-test-deps: ## install what the tests need (headless Chromium) when missing
+test-deps: ## install what the tests need (headless Chromium) when missing, and fetch the modules quietly
 	@scripts/test-deps
+	@$(GO) mod download && cd e2e && $(GO) mod download && echo "go modules: in the cache"
 
 # vet compiles every package; with -trimpath and CGO_ENABLED=0 that is the
 # same compilation `make build`, the e2e image and the tests' server builds
