@@ -484,8 +484,8 @@ var ErrNoCode = errors.New("no code")
 // instance runs command supervisors by re-executing the test binary with
 // the hidden supervisor subcommand, which must not run the tests again.
 func Main(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
-		os.Exit(process.SupervisorMain(os.Args[2:]))
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

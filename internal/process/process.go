@@ -88,6 +88,8 @@ type Process struct {
 	startedAt time.Time
 	pid       int    // main process (and process group) ID
 	cgroupDir string // "" when the command has no cgroup
+	// sandboxRules lists the Landlock rules enforced; "" when unconfined.
+	sandboxRules string
 
 	sup      *supervisorProc
 	ctlMu    sync.Mutex
@@ -117,6 +119,10 @@ func (p *Process) Group() string { return p.group }
 
 // Cgroup reports whether the command runs in its own cgroup v2.
 func (p *Process) Cgroup() bool { return p.cgroupDir != "" }
+
+// Sandbox lists the Landlock rules the command runs under ("" when it is
+// not confined).
+func (p *Process) Sandbox() string { return p.sandboxRules }
 
 // Done is closed once no process of the tree remains and its output is
 // fully retained. Release the Project's write lease then.

@@ -1,5 +1,7 @@
 package process
 
+import "github.com/devspace-dev/devspace/internal/sandbox"
+
 // The server and a supervisor talk over a Unix stream socketpair that the
 // supervisor inherits as fd 3. A supervisor may be started ahead of need
 // (the Manager keeps a few idle ones, because starting a large Go binary
@@ -36,6 +38,9 @@ type supervisorSpec struct {
 	// Cgroup, when set, is the cgroup v2 directory to create for the
 	// command; the supervisor falls back to signals alone when it cannot.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Sandbox, when set, is the Landlock domain the launcher enters
+	// before it execs the command.
+	Sandbox *sandbox.Policy `json:"sandbox,omitempty"`
 }
 
 // request operations.
@@ -62,9 +67,12 @@ type event struct {
 	Event  string `json:"event"`
 	PID    int    `json:"pid,omitempty"`
 	Cgroup bool   `json:"cgroup,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Code   *int   `json:"code,omitempty"`
-	Signal int    `json:"signal,omitempty"`
+	// Sandbox on started lists the Landlock rules enforced ("" when the
+	// command is not confined).
+	Sandbox string `json:"sandbox,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Code    *int   `json:"code,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
 	// Done on an exit event means the tree was already empty.
 	Done bool `json:"done,omitempty"`
 	// Orphans counts re-parented descendants the supervisor had to kill.
