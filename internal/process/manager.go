@@ -191,7 +191,7 @@ func New(opts Options) (*Manager, error) {
 		budget:   spoolBudget{limit: opts.MaxSpoolBytes},
 		perGroup: make(map[string]int),
 		procs:    make(map[string]*Process),
-		sandbox:  newSandboxState(opts.Sandbox),
+		sandbox:  SandboxStateOf(opts.Sandbox),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)

@@ -58,7 +58,10 @@ const (
 	SandboxUnavailable = "unavailable"
 )
 
-func newSandboxState(o SandboxOptions) SandboxState {
+// SandboxStateOf probes the kernel (through o.Probe when set) and returns
+// the state a Manager built with o would report; callers that must decide
+// before the Manager exists (which scopes to offer) use it.
+func SandboxStateOf(o SandboxOptions) SandboxState {
 	probe := o.Probe
 	if probe == nil {
 		probe = sandbox.Probe
