@@ -293,7 +293,16 @@ type processOut struct {
 	NextCursor   string `json:"nextCursor,omitempty"`
 	// Sandbox is the command's sandbox (readOnly, workspaceWrite, or off
 	// when the owner disabled confinement); set by exec_command.
-	Sandbox string `json:"sandbox,omitempty"`
+	Sandbox string `json:"sandbox,omitempty" jsonschema:"how the command is confined: readOnly, workspaceWrite, or off when the owner disabled the sandbox"`
+	// TreeAlive: descendants of the command still run (the Project stays
+	// busy until they are gone).
+	TreeAlive bool `json:"treeAlive,omitempty" jsonschema:"processes the command started are still running (the Project stays busy until they end)"`
+	// KillReason says why the tree was killed: interrupt (SIGINT left
+	// processes running, so they were killed), timeout, close, revoke…
+	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, close, revoke, shutdown…"`
+	// InterruptKilled counts processes an interrupt had to kill because
+	// SIGINT left them running.
+	InterruptKilled int `json:"interruptKilled,omitempty" jsonschema:"processes an interrupt had to kill because Ctrl-C left them running"`
 }
 
 func (o processOut) summary() string {
@@ -330,7 +339,8 @@ func inline(p outputSource, st process.State) (string, bool, int64) {
 
 func render(e *procEntry, st process.State, withOutput bool) processOut {
 	out := processOut{ProcessRef: e.ref, OutputRef: e.outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
-		Revision: st.Revision, OutputBytes: st.OutputBytes}
+		Revision: st.Revision, OutputBytes: st.OutputBytes, TreeAlive: st.TreeAlive && st.Status != process.StatusRunning,
+		InterruptKilled: st.InterruptKilled, KillReason: st.KillReason}
 	end := st.EndedAt
 	if end.IsZero() {
 		end = time.Now()
@@ -539,6 +549,9 @@ func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease, recorded bool) {
 	}
 	if st.Signal != "" {
 		data["signal"] = st.Signal
+	}
+	if st.KillReason != "" {
+		data["killReason"] = st.KillReason
 	}
 	s.opts.Bindings.Checkpoint(ctx, e.execID, "command_finished", data)
 }
@@ -937,12 +950,14 @@ func (s *Server) procError(err error) *ToolError {
 	return mapError(err)
 }
 
-// InterruptExecution sends an interrupt to the running commands of an
-// execution and returns how many it reached.
+// InterruptExecution sends an interrupt to the commands of an execution
+// whose tree is alive (also when the main process already exited but
+// descendants live on) and returns how many it reached. What SIGINT leaves
+// alive is killed shortly after (process.Process.Interrupt).
 func (s *Server) InterruptExecution(_ context.Context, execID string) (int, error) {
 	n := 0
 	for _, e := range s.procs.ofExec(execID) {
-		if e.p.State().Status == "running" {
+		if e.p != nil && e.p.State().TreeAlive {
 			if err := e.p.Interrupt(); err == nil {
 				n++
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/sandbox"
@@ -161,4 +162,43 @@ func readyz(t *testing.T, env *apptest.Env) string {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestInterruptFreesProject replays issue 16's interrupt defect: a setsid
+// loop in the background ignores SIGINT. The interrupt must still end the
+// whole tree, say so, and free the Project for apply_patch.
+func TestInterruptFreesProject(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("interrupt")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
+	mark := marker(t)
+	sc, _ := callTool(t, cs, "exec_command", map[string]any{"operationId": "e", "shell": true,
+		"command": "setsid sh -c 'while :; do sleep 1; done' " + mark + " & sleep 1000 # " + mark}, me)
+	if sc["status"] != "running" {
+		t.Fatalf("exec: %v", sc)
+	}
+	ref := sc["processRef"].(string)
+	if sc, _ := callTool(t, cs, "project_control", map[string]any{"action": "interrupt"}, me); sc["interrupted"] != float64(1) {
+		t.Fatalf("interrupt: %v", sc)
+	}
+	waitGone(t, mark)
+	var st map[string]any
+	for i := 0; i < 50; i++ {
+		st, _ = callTool(t, cs, "read_process_output", map[string]any{"processRef": ref}, me)
+		if st["status"] != "running" && st["treeAlive"] != true {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st["killReason"] != "interrupt" {
+		t.Errorf("the state does not say what the interrupt killed: %v", st)
+	}
+	start := time.Now()
+	sc, _ = callTool(t, cs, "apply_patch", map[string]any{"operationId": "p",
+		"patch": "*** Begin Patch\n*** Add File: after.txt\n+free\n*** End Patch\n", "ifMatch": map[string]any{"after.txt": nil}}, me)
+	if errCode(sc) != "" || time.Since(start) > 2*time.Second {
+		t.Errorf("apply_patch after the interrupt (%s): %v", time.Since(start), sc)
+	}
 }

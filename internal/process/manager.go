@@ -18,11 +18,14 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultGrace         = 3 * time.Second
-	DefaultMaxLive       = 32
-	DefaultMaxPerGroup   = 8
-	DefaultMaxSpoolBytes = 1 << 30
-	DefaultStartTimeout  = 10 * time.Second
+	DefaultGrace = 3 * time.Second
+	// DefaultInterruptGrace is how long an interrupt's SIGINT gets before
+	// what it left alive is killed.
+	DefaultInterruptGrace = time.Second
+	DefaultMaxLive        = 32
+	DefaultMaxPerGroup    = 8
+	DefaultMaxSpoolBytes  = 1 << 30
+	DefaultStartTimeout   = 10 * time.Second
 	// DefaultIdleSupervisors is how many supervisors wait pre-started.
 	DefaultIdleSupervisors = 2
 )
@@ -77,6 +80,9 @@ type Options struct {
 	// Grace is how long a killed tree gets between SIGTERM and SIGKILL;
 	// default DefaultGrace.
 	Grace time.Duration
+	// InterruptGrace is how long Interrupt waits after SIGINT before it
+	// kills what is left of the tree; default DefaultInterruptGrace.
+	InterruptGrace time.Duration
 	// MaxLive bounds live trees in all; MaxPerGroup per group (execution).
 	// Defaults DefaultMaxLive and DefaultMaxPerGroup.
 	MaxLive     int
@@ -146,6 +152,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.InterruptGrace <= 0 {
+		opts.InterruptGrace = DefaultInterruptGrace
 	}
 	if opts.MaxLive <= 0 {
 		opts.MaxLive = DefaultMaxLive

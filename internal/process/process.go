@@ -37,6 +37,9 @@ const (
 	// ReasonSupervisorLost marks a tree whose supervisor died unexpectedly;
 	// the server then killed the command's process group (and cgroup).
 	ReasonSupervisorLost = "supervisor_lost"
+	// ReasonInterrupt: an interrupt's SIGINT left processes alive, so the
+	// tree was killed.
+	ReasonInterrupt = "interrupt"
 )
 
 // killBound is how long Kill waits beyond the grace period.
@@ -70,9 +73,12 @@ type State struct {
 	TreeAlive bool
 
 	// KillReason is the reason of the first Kill (empty if none);
-	// Interrupted is true once Interrupt was sent.
-	KillReason  string
-	Interrupted bool
+	// Interrupted is true once Interrupt was sent. InterruptKilled counts
+	// the processes an interrupt had to kill because SIGINT left them
+	// alive (KillReason is then "interrupt").
+	KillReason      string
+	Interrupted     bool
+	InterruptKilled int
 
 	StdinClosed bool
 }
@@ -241,9 +247,12 @@ func (p *Process) CloseStdin() {
 }
 
 // Interrupt sends SIGINT to the whole tree (the process group and every
-// descendant). It returns ErrNotRunning when the tree is already gone.
-// Note that background jobs of a non-interactive shell ignore SIGINT
-// (POSIX); Kill ends those.
+// descendant). Whatever is still alive after the Manager's InterruptGrace
+// (background jobs of a non-interactive shell ignore SIGINT, daemons may
+// too) is killed like Kill does (SIGTERM, grace, SIGKILL), setsid children
+// included; State.InterruptKilled then counts them and KillReason is
+// "interrupt". Done reports when the tree is gone. It returns
+// ErrNotRunning when the tree is already gone.
 func (p *Process) Interrupt() error {
 	p.mu.Lock()
 	if !p.st.TreeAlive {
@@ -253,8 +262,25 @@ func (p *Process) Interrupt() error {
 	p.st.Interrupted = true
 	p.changedLocked()
 	p.mu.Unlock()
-	p.send(request{Op: opSignal, Signal: int(syscall.SIGINT)})
+	p.send(request{Op: opInterrupt, InterruptMS: p.m.opts.InterruptGrace.Milliseconds(), GraceMS: p.grace.Milliseconds()})
 	return nil
+}
+
+// escalated records that an interrupt is killing n processes.
+func (p *Process) escalated(n int) {
+	p.mu.Lock()
+	first := p.st.KillReason == ""
+	if first {
+		p.st.KillReason = ReasonInterrupt
+		p.killSent = true
+	}
+	p.st.InterruptKilled += n
+	p.changedLocked()
+	p.mu.Unlock()
+	if first {
+		p.m.metrics.ProcessKilled(ReasonInterrupt)
+	}
+	p.log.Info("interrupt left processes alive; killing the tree", "processes", n)
 }
 
 // Kill terminates the whole tree: SIGTERM, the Manager's grace period, then
@@ -392,6 +418,8 @@ func (p *Process) readControl() {
 		case evExit:
 			p.drainAfterExit(ev.Done)
 			p.recordExit(ev.Code, ev.Signal, "")
+		case evEscalated:
+			p.escalated(ev.Killed)
 		case evDone:
 			doneSeen, orphans, reusable = true, ev.Orphans, ev.Reusable
 			p.ctlMu.Lock()

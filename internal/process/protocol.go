@@ -47,12 +47,17 @@ type supervisorSpec struct {
 const (
 	opSignal = "signal" // deliver Signal to the whole tree
 	opKill   = "kill"   // SIGTERM, GraceMS, then SIGKILL until the tree is gone
+	// opInterrupt sends SIGINT to the tree; whatever is still alive after
+	// InterruptMS is killed like opKill (GraceMS), setsid children included.
+	opInterrupt = "interrupt"
 )
 
 type request struct {
 	Op      string `json:"op"`
 	Signal  int    `json:"signal,omitempty"`
 	GraceMS int64  `json:"grace_ms,omitempty"`
+	// InterruptMS is how long opInterrupt waits before it escalates.
+	InterruptMS int64 `json:"interrupt_ms,omitempty"`
 }
 
 // event kinds.
@@ -61,6 +66,9 @@ const (
 	evSpawnError = "spawn_error"
 	evExit       = "exit" // the command's main process ended
 	evDone       = "done" // no process of the tree remains; the supervisor exits
+	// evEscalated: an interrupt left processes alive; Killed of them are
+	// being killed.
+	evEscalated = "escalated"
 )
 
 type event struct {
@@ -77,6 +85,9 @@ type event struct {
 	Done bool `json:"done,omitempty"`
 	// Orphans counts re-parented descendants the supervisor had to kill.
 	Orphans int `json:"orphans,omitempty"`
+	// Killed on escalated counts the processes still alive after the
+	// interrupt's grace.
+	Killed int `json:"killed,omitempty"`
 	// Reusable on done or spawn_error: the supervisor waits for another
 	// command instead of exiting.
 	Reusable bool `json:"reusable,omitempty"`

@@ -198,12 +198,24 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	serverGone, signaled := false, false
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	// escalate fires when an interrupt's grace is over.
+	var escalate <-chan time.Time
+	var escalateGrace time.Duration
 	for {
 		s.reap()
 		if s.empty {
 			break
 		}
 		select {
+		case <-escalate:
+			escalate = nil
+			// SIGINT did not end the tree (background jobs of a
+			// non-interactive shell ignore it, daemons may too): nothing
+			// may outlive an interrupt.
+			if n := s.alive(); n > 0 {
+				s.send(event{Event: evEscalated, Killed: n})
+				s.killTree(sigc, escalateGrace)
+			}
 		case sig := <-sigc:
 			if sig != syscall.SIGCHLD {
 				signaled = true
@@ -215,6 +227,12 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 				s.signalTree(syscall.Signal(r.Signal))
 			case opKill:
 				s.killTree(sigc, time.Duration(r.GraceMS)*time.Millisecond)
+			case opInterrupt:
+				s.signalTree(syscall.SIGINT)
+				if escalate == nil {
+					escalate = time.After(time.Duration(r.InterruptMS) * time.Millisecond)
+					escalateGrace = time.Duration(r.GraceMS) * time.Millisecond
+				}
 			}
 		case <-eof:
 			// The server is gone: nobody may outlive it.
@@ -333,6 +351,17 @@ func (s *supervisor) reap() {
 		}
 		s.send(ev)
 	}
+}
+
+// alive counts the tree's processes that are not zombies.
+func (s *supervisor) alive() int {
+	n := 0
+	for _, p := range descendantsOf(s.self) {
+		if p.state != 'Z' {
+			n++
+		}
+	}
+	return n
 }
 
 // signal sends a signal; tests record the calls.
