@@ -313,10 +313,17 @@ func (a *App) Start() error { return a.http.Start() }
 // Addrs returns the bound public, control and metrics addresses.
 func (a *App) Addrs() []net.Addr { return a.http.Addrs() }
 
-// Shutdown drains requests (up to 10 s) and closes state. Idempotent.
+// Shutdown kills every command tree (first: nothing the server started
+// may outlive it) while it drains requests, ends open event streams, and
+// closes state. It aims to finish within 2 s (process.Options.ShutdownGrace
+// bounds the commands' SIGTERM grace) and gives up draining after 10 s.
+// Idempotent.
 func (a *App) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if a.procs != nil {
+		go func() { _ = a.procs.Shutdown(ctx) }() // Close waits for the same trees
+	}
 	err := a.http.Shutdown(ctx)
 	return errors.Join(err, a.Close())
 }

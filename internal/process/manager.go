@@ -22,10 +22,13 @@ const (
 	// DefaultInterruptGrace is how long an interrupt's SIGINT gets before
 	// what it left alive is killed.
 	DefaultInterruptGrace = time.Second
-	DefaultMaxLive        = 32
-	DefaultMaxPerGroup    = 8
-	DefaultMaxSpoolBytes  = 1 << 30
-	DefaultStartTimeout   = 10 * time.Second
+	// DefaultShutdownGrace is the SIGTERM grace of trees killed at
+	// shutdown.
+	DefaultShutdownGrace = 500 * time.Millisecond
+	DefaultMaxLive       = 32
+	DefaultMaxPerGroup   = 8
+	DefaultMaxSpoolBytes = 1 << 30
+	DefaultStartTimeout  = 10 * time.Second
 	// DefaultIdleSupervisors is how many supervisors wait pre-started.
 	DefaultIdleSupervisors = 2
 )
@@ -80,6 +83,10 @@ type Options struct {
 	// Grace is how long a killed tree gets between SIGTERM and SIGKILL;
 	// default DefaultGrace.
 	Grace time.Duration
+	// ShutdownGrace is the SIGTERM grace of the trees Shutdown kills,
+	// short so that the server exits promptly; default
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 	// InterruptGrace is how long Interrupt waits after SIGINT before it
 	// kills what is left of the tree; default DefaultInterruptGrace.
 	InterruptGrace time.Duration
@@ -152,6 +159,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = min(DefaultShutdownGrace, opts.Grace)
 	}
 	if opts.InterruptGrace <= 0 {
 		opts.InterruptGrace = DefaultInterruptGrace
@@ -587,7 +597,8 @@ func killAll(ps []*Process, reason string) int {
 }
 
 // Shutdown refuses new processes and kills every live tree (reason
-// "shutdown"), waiting until all are gone or ctx is done (returning ctx's
+// "shutdown", with Options.ShutdownGrace between SIGTERM and SIGKILL),
+// waiting until all are gone or ctx is done (returning ctx's
 // error). It is idempotent: a second call waits for the same trees.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
@@ -602,7 +613,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, p := range ps {
-		p.requestKill(ReasonShutdown)
+		p.requestKillGrace(ReasonShutdown, m.opts.ShutdownGrace)
 	}
 	for _, p := range ps {
 		select {

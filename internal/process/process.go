@@ -302,7 +302,10 @@ func (p *Process) Kill(reason string) error {
 
 // requestKill asks the supervisor to kill the tree once. It reports
 // whether this call sent the request.
-func (p *Process) requestKill(reason string) bool {
+func (p *Process) requestKill(reason string) bool { return p.requestKillGrace(reason, p.grace) }
+
+// requestKillGrace is requestKill with its own SIGTERM grace.
+func (p *Process) requestKillGrace(reason string, grace time.Duration) bool {
 	p.mu.Lock()
 	if !p.st.TreeAlive || p.killSent {
 		p.mu.Unlock()
@@ -314,7 +317,7 @@ func (p *Process) requestKill(reason string) bool {
 	p.mu.Unlock()
 	p.m.metrics.ProcessKilled(reason)
 	p.log.Info("killing process tree", "reason", reason)
-	p.send(request{Op: opKill, GraceMS: p.grace.Milliseconds()})
+	p.send(request{Op: opKill, GraceMS: grace.Milliseconds()})
 	return true
 }
 
