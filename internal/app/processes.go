@@ -93,8 +93,11 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 		}
 		path = exe
 	}
+	// The server is a child subreaper: descendants of a lost supervisor
+	// re-parent to it (not PID 1) and are killed.
 	return process.New(process.Options{SupervisorPath: path, SpoolDir: dir, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
-		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
+		Subreaper: true,
+		Logger:    log.With("component", "process"), Metrics: processMetrics{m}})
 }
 
 // newRetention reconciles the output a previous run left and exports

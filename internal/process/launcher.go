@@ -113,15 +113,16 @@ func LauncherMain(args []string) int {
 	}
 	syscall.Close(stdin)
 	syscall.Close(output)
+	// Its own session (and so process group): no terminal of the server's
+	// reaches it, and its processes are told from the server's own
+	// children by their session (subreaper.go).
+	if _, err := unix.Setsid(); err != nil {
+		return fail("session", err)
+	}
 	if spec.TTY {
-		if _, err := unix.Setsid(); err != nil {
-			return fail("session", err)
-		}
 		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
 			return fail("terminal", err)
 		}
-	} else if err := unix.Setpgid(0, 0); err != nil {
-		return fail("process group", err)
 	}
 	if err := unix.Chdir(spec.Dir); err != nil {
 		return fail("working directory", err)

@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 			os.Exit(code)
 		case "__testserver":
 			os.Exit(testServerMain(os.Args[2:]))
+		case "__testsubreaper":
+			os.Exit(testSubreaperMain(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())

@@ -111,6 +111,11 @@ type Options struct {
 	// Sandbox configures command confinement; the zero value confines
 	// every command and refuses commands where Landlock is unavailable.
 	Sandbox SandboxOptions
+	// Subreaper makes the server a child subreaper
+	// (PR_SET_CHILD_SUBREAPER): the descendants of a lost supervisor
+	// re-parent to it, not to PID 1, and are killed (see subreaper.go).
+	// It is process-wide, so only the server sets it; default off.
+	Subreaper bool
 	// LogCommands allows command text in logs (DEVSPACE_LOG_SHELL_COMMANDS).
 	LogCommands bool
 	// Logger defaults to a logger that discards.
@@ -129,6 +134,9 @@ type Manager struct {
 	budget  spoolBudget
 	cgroup  string // parent cgroup directory; "" when cgroups are off
 	sandbox SandboxState
+	// ownSID and sweepNow serve the subreaper; sweepNow is nil without it.
+	ownSID   int
+	sweepNow chan struct{}
 
 	starting sync.WaitGroup
 
@@ -220,6 +228,11 @@ func New(opts Options) (*Manager, error) {
 			m.cgroup = dir
 		}
 		m.log.Info("process isolation", "cgroup", err == nil, "reason", reason)
+	}
+	if opts.Subreaper {
+		if err := m.becomeSubreaper(); err != nil {
+			m.log.Warn("cannot become a child subreaper; orphans of a lost supervisor re-parent to PID 1", "err", err)
+		}
 	}
 	go m.refill()
 	return m, nil

@@ -515,12 +515,15 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 		p.sup.discard(true)
 		// The supervisor died (it was SIGKILLed, or crashed) before the
 		// tree was gone. Kill what we can still reach: the command's
-		// process group and its cgroup. Descendants that called setsid()
-		// and live outside a cgroup cannot be found any more.
+		// process group and its cgroup; with Options.Subreaper, the
+		// orphans that re-parented to the server too.
 		p.log.Error("supervisor died before its process tree", "stderr", p.sup.stderr.String())
 		if p.pid > 0 {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}
+		// Descendants that left the group re-parent to the server when it
+		// is a subreaper; the sweep kills them.
+		p.m.triggerSweep()
 		if p.cgroupDir != "" {
 			_ = cgroupRemove(p.cgroupDir, 2*time.Second)
 		}
