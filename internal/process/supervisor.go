@@ -165,6 +165,9 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	syscall.Close(output)
 	if err != nil {
 		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
+		if mayReuse && s.launcher == nil {
+			s.launcher, _ = startLauncher()
+		}
 		return mayReuse
 	}
 	s.send(event{Event: evStarted, PID: s.mainPID, Cgroup: s.cgroupDir != "", Sandbox: s.sandboxRules})
@@ -257,7 +260,11 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	}
 	reuse := mayReuse && !serverGone && !signaled
 	s.send(event{Event: evDone, Orphans: len(s.orphans), Reusable: reuse})
-	if reuse {
+	if reuse && s.launcher == nil {
+		// The next command's launcher starts once this command is over
+		// (not while it runs: starting it would delay the exit report):
+		// a Go binary takes milliseconds to start, confining and exec'ing
+		// takes microseconds.
 		s.launcher, _ = startLauncher()
 	}
 	return reuse
@@ -333,8 +340,19 @@ func (s *supervisor) reap() {
 			s.empty = true
 			break
 		}
-		if err != nil || pid <= 0 {
+		if err != nil {
 			break
+		}
+		if pid == 0 {
+			// Children remain; the tree is empty when the only one left
+			// is the next command's idle launcher.
+			s.empty = s.launcher != nil && s.onlyLauncherLeft()
+			break
+		}
+		if s.launcher != nil && pid == s.launcher.pid {
+			s.launcher.conn.Close()
+			s.launcher = nil // died idle; a new one is started when needed
+			continue
 		}
 		if pid == s.mainPID {
 			s.mainExited, s.mainStatus = true, ws
@@ -353,10 +371,37 @@ func (s *supervisor) reap() {
 	}
 }
 
+// onlyLauncherLeft reports whether the idle launcher is the supervisor's
+// only remaining process (wait4 would never say ECHILD while it lives).
+func (s *supervisor) onlyLauncherLeft() bool {
+	for _, p := range s.tree() {
+		if p.pid != s.launcher.pid {
+			return false
+		}
+	}
+	return true
+}
+
+// tree returns the command's processes: every descendant but the idle
+// launcher, which belongs to the next command.
+func (s *supervisor) tree() []procEntry {
+	all := descendantsOf(s.self)
+	if s.launcher == nil {
+		return all
+	}
+	out := all[:0]
+	for _, p := range all {
+		if p.pid != s.launcher.pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // alive counts the tree's processes that are not zombies.
 func (s *supervisor) alive() int {
 	n := 0
-	for _, p := range descendantsOf(s.self) {
+	for _, p := range s.tree() {
 		if p.state != 'Z' {
 			n++
 		}
@@ -380,7 +425,7 @@ var sendSignal = syscall.Kill
 func (s *supervisor) signalTree(sig syscall.Signal) {
 	// Scan first: the group signal may turn descendants into zombies
 	// before they could be counted.
-	procs := descendantsOf(s.self)
+	procs := s.tree()
 	grouped := false
 	if s.mainPID > 0 {
 		// A process group ID is never reused while the group has members,
@@ -410,7 +455,7 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 			_ = sendSignal(p.pid, sig)
 		}
 		var fresh []procEntry
-		for _, p := range descendantsOf(s.self) {
+		for _, p := range s.tree() {
 			if !sent[p.pid] && p.state != 'Z' {
 				fresh = append(fresh, p)
 			}
