@@ -132,6 +132,12 @@ func TestCompose(t *testing.T) {
 	if out := cn.shell("id", "id -u; cat README.md", nil)["output"]; out != "10001\n# alpha\n" {
 		t.Errorf("command output: %q", out)
 	}
+	// The command runs in its Landlock domain: no state directory, no beta.
+	for _, f := range []string{"/data/auth.json", "/projects/beta/README.md"} {
+		if out := cn.shell("read "+f, "cat "+f, nil); out["exitCode"] == float64(0) || !strings.Contains(out["output"].(string), "Permission denied") {
+			t.Errorf("a command on alpha read %s: %v", f, out)
+		}
+	}
 
 	// The owner CLI through `docker compose exec`, over the control listener.
 	if out := s.must("exec", "-T", "devspace", "devspace", "grants", "list"); !strings.Contains(out, "Compose") || !strings.Contains(out, "alpha,beta") {
