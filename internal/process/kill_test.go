@@ -222,9 +222,19 @@ func TestInterrupt(t *testing.T) {
 // SIGINT and SIGTERM) is killed after InterruptGrace, and the state says
 // how many processes that took.
 func TestInterruptEscalates(t *testing.T) {
+	for _, cg := range []bool{false, true} {
+		name := "signals"
+		if cg {
+			name = "cgroup"
+		}
+		t.Run(name, func(t *testing.T) { testInterruptEscalates(t, cg) })
+	}
+}
+
+func testInterruptEscalates(t *testing.T, useCgroup bool) {
 	for _, s := range killShapes {
 		t.Run(s.name, func(t *testing.T) {
-			m := newTestManager(t, Options{InterruptGrace: 200 * time.Millisecond}, false)
+			m := newTestManager(t, Options{InterruptGrace: 200 * time.Millisecond}, useCgroup)
 			marker := newMarker()
 			p := startShape(t, m, "exec1", s, marker, 0)
 			if err := p.Interrupt(); err != nil {
