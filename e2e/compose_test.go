@@ -76,6 +76,7 @@ for t in sys.argv[1:]:
 func TestCompose(t *testing.T) {
 	dirs := hostDirs(t, "alpha", "beta", "secrets")
 	writeFile(t, filepath.Join(dirs["alpha"], "README.md"), "# alpha\n", 0o644)
+	writeFile(t, filepath.Join(dirs["beta"], "README.md"), "# beta\nsecret-of-beta\n", 0o644)
 	pw := filepath.Join(dirs["secrets"], "owner")
 	writeFile(t, pw, ownerPassword+"\n", 0o400)
 	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),

@@ -79,6 +79,15 @@ func LauncherMain(args []string) int {
 	// must come from that same thread.
 	runtime.LockOSThread()
 	syscall.CloseOnExec(ctlFD)
+	// Its own session (and so process group) from the start: no terminal
+	// of the server's reaches the command, and the command's processes —
+	// this launcher too, should its supervisor be lost while it waits —
+	// are told from the server's own children by their session
+	// (subreaper.go).
+	if _, err := unix.Setsid(); err != nil {
+		fmt.Fprintln(os.Stderr, "devspace: __launch: setsid:", err)
+		return 1
+	}
 	ctl := os.NewFile(ctlFD, "devspace-launch")
 	reply := func(r launcherReply) {
 		b, _ := json.Marshal(r)
@@ -113,12 +122,6 @@ func LauncherMain(args []string) int {
 	}
 	syscall.Close(stdin)
 	syscall.Close(output)
-	// Its own session (and so process group): no terminal of the server's
-	// reaches it, and its processes are told from the server's own
-	// children by their session (subreaper.go).
-	if _, err := unix.Setsid(); err != nil {
-		return fail("session", err)
-	}
 	if spec.TTY {
 		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
 			return fail("terminal", err)

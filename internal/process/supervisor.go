@@ -62,6 +62,7 @@ func SupervisorMain(args []string) int {
 	// The first launcher starts while the supervisor waits idle; a failure
 	// is retried when a command arrives.
 	s.launcher, _ = startLauncher()
+	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
 		stdin, output, err := s.receiveStdio()
 		if err != nil {
@@ -71,6 +72,23 @@ func SupervisorMain(args []string) int {
 			return 0
 		}
 	}
+}
+
+// dropLauncher kills and reaps the idle launcher, so that it does not
+// outlive the supervisor (it would re-parent to the server).
+func (s *supervisor) dropLauncher() {
+	if s.launcher == nil {
+		return
+	}
+	s.launcher.conn.Close()
+	_ = syscall.Kill(s.launcher.pid, syscall.SIGKILL)
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(s.launcher.pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	s.launcher = nil
 }
 
 type supervisor struct {
