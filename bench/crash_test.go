@@ -728,6 +728,9 @@ func (c *crashRun) orphans() []string {
 			}
 		case exe == c.srv.bin && strings.Contains(cmd, "__supervise") && ppid != server:
 			out = append(out, fmt.Sprintf("%d supervisor (parent %d)", pid, ppid))
+		case exe == c.srv.bin && strings.Contains(cmd, "__launch") && !descends(pid, server):
+			// A pre-started launcher must die with its supervisor.
+			out = append(out, fmt.Sprintf("%d launcher (parent %d)", pid, ppid))
 		}
 	}
 	return out

@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(bareAddrEnv); addr != "" {
 		os.Exit(serveBare(addr))
 	}
-	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
-		os.Exit(process.SupervisorMain(os.Args[2:]))
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	code := m.Run()
 	if buildPath != "" {

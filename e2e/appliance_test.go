@@ -117,8 +117,8 @@ func testHardening(t *testing.T, in *instance) {
 	if out["output"] != want {
 		t.Errorf("a command's identity:\n%v\nwant:\n%s", out["output"], want)
 	}
-	// Try to write everywhere; only the Projects, the state directory and
-	// the tmpfs scratch areas (/tmp, $HOME, /dev/shm) may accept it.
+	// Try to write everywhere; the command's Landlock domain accepts only
+	// its own Project (and its private scratch directory, $HOME).
 	probe := `for d in / /etc /usr /usr/local/bin /bin /sbin /lib /var /var/tmp /var/lib /opt /root /home /run /srv /mnt /media /projects /run/secrets /sys/fs/cgroup \
 	  /projects/alpha /projects/beta /data /tmp /home/devspace /dev/shm; do
 	  if (echo x > "$d/.e2e-write") 2>/dev/null; then echo "writable $d"; rm -f "$d/.e2e-write"; fi
@@ -132,9 +132,23 @@ func testHardening(t *testing.T, in *instance) {
 	out = cn.shell("probe", probe, nil)
 	got := strings.Split(strings.TrimSpace(out["output"].(string)), "\n")
 	sort.Strings(got)
-	wantW := []string{"writable /data", "writable /dev/shm", "writable /home/devspace", "writable /projects/alpha", "writable /projects/beta", "writable /tmp"}
+	wantW := []string{"writable /projects/alpha"}
 	if strings.Join(got, "\n") != strings.Join(wantW, "\n") {
 		t.Errorf("a command could write:\n%s\nwant only:\n%s", strings.Join(got, "\n"), strings.Join(wantW, "\n"))
+	}
+	// The sandbox is active (/readyz), and a command of this grant cannot
+	// read the state directory or the other Project.
+	if code, body := in.exec(t, "curl", "-sS", "-m", "5", "-H", "Host: localhost", "http://127.0.0.1:7676/readyz"); code != 0 || !strings.Contains(body, `"command_sandbox":true`) {
+		t.Errorf("/readyz: curl exit %d: %s", code, body)
+	}
+	for _, f := range []string{"/data/auth.json", "/data/devspace.db", "/projects/beta/README.md"} {
+		out := cn.shell("read "+f, "cat "+f, nil)
+		if s, _ := out["output"].(string); out["exitCode"] == float64(0) || !strings.Contains(s, "Permission denied") || strings.Contains(s, "secret-of-beta") {
+			t.Errorf("a command of grant A read %s: %v", f, out)
+		}
+	}
+	if out := cn.shell("scratch", `echo x > "$HOME/f" && echo x > "$TMPDIR/g" && cat README.md`, nil); out["exitCode"] != float64(0) {
+		t.Errorf("the scratch directory is not writable: %v", out)
 	}
 	// The read-only root also holds for `docker exec`.
 	if code, msg := in.exec(t, "touch", "/etc/e2e"); code == 0 || !strings.Contains(msg, "Read-only file system") {

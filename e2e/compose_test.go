@@ -76,6 +76,7 @@ for t in sys.argv[1:]:
 func TestCompose(t *testing.T) {
 	dirs := hostDirs(t, "alpha", "beta", "secrets")
 	writeFile(t, filepath.Join(dirs["alpha"], "README.md"), "# alpha\n", 0o644)
+	writeFile(t, filepath.Join(dirs["beta"], "README.md"), "# beta\nsecret-of-beta\n", 0o644)
 	pw := filepath.Join(dirs["secrets"], "owner")
 	writeFile(t, pw, ownerPassword+"\n", 0o400)
 	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),
@@ -131,6 +132,12 @@ func TestCompose(t *testing.T) {
 	cn.open("open", cn.projects()["alpha"])
 	if out := cn.shell("id", "id -u; cat README.md", nil)["output"]; out != "10001\n# alpha\n" {
 		t.Errorf("command output: %q", out)
+	}
+	// The command runs in its Landlock domain: no state directory, no beta.
+	for _, f := range []string{"/data/auth.json", "/projects/beta/README.md"} {
+		if out := cn.shell("read "+f, "cat "+f, nil); out["exitCode"] == float64(0) || !strings.Contains(out["output"].(string), "Permission denied") {
+			t.Errorf("a command on alpha read %s: %v", f, out)
+		}
 	}
 
 	// The owner CLI through `docker compose exec`, over the control listener.

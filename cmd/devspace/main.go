@@ -12,10 +12,10 @@ import (
 )
 
 func main() {
-	// A command supervisor is this binary started by the server; it must
-	// run before any configuration or signal handling of the server.
-	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
-		os.Exit(process.SupervisorMain(os.Args[2:]))
+	// A command supervisor or launcher is this binary started by the
+	// server; it must run before any configuration or signal handling.
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := app.Main(ctx, os.Args[1:], os.LookupEnv, app.IO{Stdout: os.Stdout, Stderr: os.Stderr})

@@ -32,6 +32,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
@@ -61,6 +62,9 @@ type Options struct {
 	// SupervisorPath is the binary run as each command's supervisor (with
 	// the hidden __supervise subcommand); empty means this executable.
 	SupervisorPath string
+	// SandboxProbe replaces the kernel's Landlock probe (tests force
+	// "unavailable" with it); nil asks the kernel.
+	SandboxProbe func() sandbox.Status
 }
 
 // App is a wired DevSpace instance.
@@ -137,11 +141,18 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	m := metrics.New()
 	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m}
+	sandboxOpts := commandSandbox(cfg, opts)
+	sandboxState := process.SandboxStateOf(sandboxOpts)
+	scopes := cfg.OAuthScopes
+	if serving {
+		scopes = offeredScopes(cfg.OAuthScopes, sandboxState, log)
+		sandboxMetric(m, sandboxState)
+	}
 	var fetcher oauth.MetadataFetcher
 	fetcher = metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
 		HTTPClient: httpClient(opts.MetadataHTTPClient), Now: opts.Now})}
 	a.oauth = oauth.New(oauth.Options{
-		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: cfg.OAuthScopes,
+		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: scopes,
 		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
 		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
 		Store: st, Password: auth, Projects: catalog,
@@ -191,7 +202,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, fmt.Errorf("DEVSPACE_SKILL_PATHS: %w", err)
 	}
 	if serving {
-		if a.procs, err = newProcessManager(cfg, opts, log, m); err != nil {
+		if a.procs, err = newProcessManager(cfg, opts, sandboxOpts, log, m); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -270,6 +281,11 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 		// Per-command cgroups (cgroup.kill) when a delegated cgroup v2 is
 		// writable; without them process-group and subreaper kills are used.
 		{Name: "process_cgroup", Info: true, Check: func(context.Context) bool { return a.procs != nil && a.procs.CgroupEnabled() }},
+		// Commands run in Landlock domains. False when the owner turned the
+		// sandbox off or the kernel has none (then commands are refused).
+		{Name: "command_sandbox", Info: true, Check: func(context.Context) bool {
+			return a.procs != nil && a.procs.Sandbox().Mode == process.SandboxLandlock
+		}},
 		{Name: "projects", Check: func(context.Context) bool {
 			for _, ok := range a.catalog.CheckAccessible() {
 				if !ok {
@@ -297,10 +313,17 @@ func (a *App) Start() error { return a.http.Start() }
 // Addrs returns the bound public, control and metrics addresses.
 func (a *App) Addrs() []net.Addr { return a.http.Addrs() }
 
-// Shutdown drains requests (up to 10 s) and closes state. Idempotent.
+// Shutdown kills every command tree (first: nothing the server started
+// may outlive it) while it drains requests, ends open event streams, and
+// closes state. It aims to finish within 2 s (process.Options.ShutdownGrace
+// bounds the commands' SIGTERM grace) and gives up draining after 10 s.
+// Idempotent.
 func (a *App) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if a.procs != nil {
+		go func() { _ = a.procs.Shutdown(ctx) }() // Close waits for the same trees
+	}
 	err := a.http.Shutdown(ctx)
 	return errors.Join(err, a.Close())
 }

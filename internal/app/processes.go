@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/metrics"
+	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -26,7 +28,59 @@ func (p processMetrics) RunningChanged(n int)        { p.m.RunningChanged(n) }
 // does, for its 24 hours (see internal/retention).
 func outputDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "output") }
 
-func newProcessManager(cfg *config.Config, opts Options, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
+// scratchDir holds each execution's private scratch directory (its
+// commands' HOME and TMPDIR).
+func scratchDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "scratch") }
+
+// commandSandbox is the confinement configuration of commands.
+func commandSandbox(cfg *config.Config, opts Options) process.SandboxOptions {
+	return process.SandboxOptions{Off: cfg.CommandSandboxOff, DenyNetwork: cfg.CommandNetworkDeny,
+		ReadPaths: cfg.CommandReadPaths, ScratchDir: scratchDir(cfg), Probe: opts.SandboxProbe}
+}
+
+// offeredScopes drops process:execute when commands would be refused
+// (no Landlock and the sandbox not turned off), so that no consent offers
+// a capability the server cannot deliver safely.
+func offeredScopes(scopes []string, st process.SandboxState, log *slog.Logger) []string {
+	switch st.Mode {
+	case process.SandboxOff:
+		log.Warn("DEVSPACE_COMMAND_SANDBOX=off: commands run with the server's own rights and can read the state directory, every Project and other commands' environments",
+			"landlock_abi", st.Status.ABI)
+		return scopes
+	case process.SandboxLandlock:
+		if st.DenyNetwork && !st.NetworkEnforced {
+			log.Warn("DEVSPACE_COMMAND_NETWORK=deny is not enforced: the kernel's Landlock has no TCP rules (ABI 4 or later needed)", "landlock_abi", st.Status.ABI)
+		}
+		return scopes
+	}
+	out := make([]string, 0, len(scopes))
+	for _, s := range scopes {
+		if s != oauth.ScopeExecute {
+			out = append(out, s)
+		}
+	}
+	if len(out) != len(scopes) {
+		log.Warn("process:execute is not offered: the kernel has no Landlock to confine commands (set DEVSPACE_COMMAND_SANDBOX=off to run them unconfined, at your own risk)",
+			"reason", st.Status.Reason)
+	}
+	return out
+}
+
+// sandboxMetric exports devspace_command_sandbox_info.
+func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
+	network := "allow"
+	if st.DenyNetwork {
+		network = "deny"
+		if !st.NetworkEnforced {
+			network = "deny_unenforced"
+		}
+	}
+	m.Info("command_sandbox_info", "How commands are confined; always 1. mode is landlock, off or unavailable; abi the Landlock ABI (0 when none).",
+		map[string]string{"mode": st.Mode, "abi": strconv.Itoa(st.Status.ABI), "network": network,
+			"scoped": strconv.FormatBool(st.Mode == process.SandboxLandlock && st.Status.Features().Scoped)})
+}
+
+func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
 	dir := outputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create command output dir: %w", err)
@@ -39,8 +93,11 @@ func newProcessManager(cfg *config.Config, opts Options, log *slog.Logger, m *me
 		}
 		path = exe
 	}
-	return process.New(process.Options{SupervisorPath: path, SpoolDir: dir, LogCommands: cfg.LogShellCommands,
-		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
+	// The server is a child subreaper: descendants of a lost supervisor
+	// re-parent to it (not PID 1) and are killed.
+	return process.New(process.Options{SupervisorPath: path, SpoolDir: dir, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
+		Subreaper: true,
+		Logger:    log.With("component", "process"), Metrics: processMetrics{m}})
 }
 
 // newRetention reconciles the output a previous run left and exports
@@ -54,4 +111,27 @@ func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, 
 		return float64(procs.RetainedBytes())
 	})
 	return r, nil
+}
+
+// doctorSandbox reports how commands are confined.
+func doctorSandbox(cfg *config.Config, ok, warn, bad func(string, ...any)) {
+	st := process.SandboxStateOf(commandSandbox(cfg, Options{}))
+	execute := cfg.ScopeEnabled(oauth.ScopeExecute)
+	switch {
+	case st.Mode == process.SandboxOff && execute:
+		warn("DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI %d is available)", st.Status.ABI)
+	case st.Mode == process.SandboxOff:
+		ok("DEVSPACE_COMMAND_SANDBOX=off, but process:execute is not offered")
+	case st.Mode == process.SandboxUnavailable && execute:
+		bad("no Landlock (%s): process:execute is not offered and commands are refused; enable Landlock in the kernel (and allow its system calls in the seccomp profile) or set DEVSPACE_COMMAND_SANDBOX=off at your own risk", st.Status.Reason)
+	case st.Mode == process.SandboxUnavailable:
+		warn("no Landlock (%s); commands would be refused if process:execute were offered", st.Status.Reason)
+	default:
+		ok("commands are confined by Landlock ABI %d (rules: %s)", st.Status.ABI, st.Rules)
+		if st.DenyNetwork && !st.NetworkEnforced {
+			warn("DEVSPACE_COMMAND_NETWORK=deny is not enforced: Landlock ABI %d has no TCP rules (4 or later needed)", st.Status.ABI)
+		} else if st.DenyNetwork {
+			ok("commands may not bind or connect TCP sockets (UDP is not covered)")
+		}
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // Password is the Owner password of every test instance.
@@ -67,6 +68,9 @@ type Options struct {
 	// from a loopback test server.
 	AllowLoopbackMetadata bool
 	MetadataHTTPClient    *http.Client
+	// SandboxProbe replaces the kernel's Landlock probe (app.Options);
+	// nil asks the kernel. SetSandboxProbe changes it for a Restart.
+	SandboxProbe func() sandbox.Status
 }
 
 // Env is a running instance.
@@ -161,6 +165,9 @@ func Attach(t testing.TB, baseURL string) *Env {
 	return &Env{t: t, URL: strings.TrimSuffix(baseURL, "/"), Roots: map[string]string{}, env: map[string]string{}}
 }
 
+// SetSandboxProbe replaces the Landlock probe for the next Restart.
+func (e *Env) SetSandboxProbe(p func() sandbox.Status) { e.opts.SandboxProbe = p }
+
 // SetEnv changes a configuration variable for the next Restart.
 func (e *Env) SetEnv(k, v string) { e.env[k] = v }
 
@@ -179,7 +186,8 @@ func (e *Env) start() {
 	e.Config = cfg
 	log := slog.New(slog.NewJSONHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.New(context.Background(), cfg, log, app.Options{Now: e.Clock.Now,
-		AllowLoopbackMetadata: e.opts.AllowLoopbackMetadata, MetadataHTTPClient: e.opts.MetadataHTTPClient})
+		AllowLoopbackMetadata: e.opts.AllowLoopbackMetadata, MetadataHTTPClient: e.opts.MetadataHTTPClient,
+		SandboxProbe: e.opts.SandboxProbe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,8 +492,8 @@ var ErrNoCode = errors.New("no code")
 // instance runs command supervisors by re-executing the test binary with
 // the hidden supervisor subcommand, which must not run the tests again.
 func Main(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == process.SupervisorCommand {
-		os.Exit(process.SupervisorMain(os.Args[2:]))
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -174,6 +174,17 @@ type Config struct {
 	// LogShellCommands allows command previews in logs
 	// (DEVSPACE_LOG_SHELL_COMMANDS). Default: false.
 	LogShellCommands bool
+	// CommandSandboxOff runs commands unconfined
+	// (DEVSPACE_COMMAND_SANDBOX=off). Default: false, every command runs
+	// in its own Landlock domain and commands are refused without Landlock.
+	CommandSandboxOff bool
+	// CommandNetworkDeny refuses commands every TCP bind and connect
+	// (DEVSPACE_COMMAND_NETWORK=deny). Default: false (allow).
+	CommandNetworkDeny bool
+	// CommandReadPaths are extra hierarchies commands may read and
+	// execute, absolute and cleaned (DEVSPACE_COMMAND_READ_PATHS).
+	// Default: none.
+	CommandReadPaths []string
 	// InstructionFallbacks are extra instruction file names such as
 	// CLAUDE.md (DEVSPACE_INSTRUCTION_FALLBACKS). Default: none.
 	InstructionFallbacks []string

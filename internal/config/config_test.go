@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -501,6 +502,21 @@ func TestLoadInvalidValues(t *testing.T) {
 			name: "log shell commands",
 			args: []string{"--log-shell-commands=yes"},
 			want: `DEVSPACE_LOG_SHELL_COMMANDS: "yes" is not a boolean; use 1 or 0 (or true or false)`,
+		},
+		{
+			name: "command sandbox",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_SANDBOX", "maybe"),
+			want: `DEVSPACE_COMMAND_SANDBOX: "maybe" is not a sandbox mode; use on or off`,
+		},
+		{
+			name: "command network",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_NETWORK", "block"),
+			want: `DEVSPACE_COMMAND_NETWORK: "block" is not a network policy; use allow or deny`,
+		},
+		{
+			name: "command read paths",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_READ_PATHS", "/opt/go,relative/sdk"),
+			want: `DEVSPACE_COMMAND_READ_PATHS: "relative/sdk" is not an absolute path`,
 		},
 		{
 			name: "widgets",
@@ -1079,6 +1095,34 @@ func TestUsageDocumentsEverySetting(t *testing.T) {
 		if !seen[f] {
 			t.Errorf("flag --%s is missing", f)
 		}
+	}
+}
+
+// TestCommandSandboxSettings: the command sandbox settings parse, and
+// turning the sandbox off while offering process:execute is a warning.
+func TestCommandSandboxSettings(t *testing.T) {
+	e := with(baseEnv, "DEVSPACE_COMMAND_SANDBOX", "OFF", "DEVSPACE_COMMAND_NETWORK", "deny",
+		"DEVSPACE_COMMAND_READ_PATHS", "/opt/sdk/,/usr/local/go,/opt/sdk", "DEVSPACE_OAUTH_SCOPES", "project:read process:execute")
+	c, err := Load(nil, env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.CommandSandboxOff || !c.CommandNetworkDeny || !slices.Equal(c.CommandReadPaths, []string{"/opt/sdk", "/usr/local/go"}) {
+		t.Errorf("got off=%v deny=%v paths=%v", c.CommandSandboxOff, c.CommandNetworkDeny, c.CommandReadPaths)
+	}
+	found := false
+	for _, w := range c.Warnings() {
+		found = found || strings.HasPrefix(w, "DEVSPACE_COMMAND_SANDBOX: off runs every command with the server's own rights")
+	}
+	if !found {
+		t.Errorf("no warning for the sandbox turned off: %q", c.Warnings())
+	}
+	d, err := Load(nil, env(baseEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.CommandSandboxOff || d.CommandNetworkDeny || d.CommandReadPaths != nil {
+		t.Errorf("defaults: %+v", d)
 	}
 }
 

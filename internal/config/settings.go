@@ -36,6 +36,9 @@ const (
 	envSkillPaths           = "DEVSPACE_SKILL_PATHS"
 	envWidgets              = "DEVSPACE_WIDGETS"
 	envMaxRequestBody       = "DEVSPACE_MAX_REQUEST_BODY"
+	envCommandSandbox       = "DEVSPACE_COMMAND_SANDBOX"
+	envCommandNetwork       = "DEVSPACE_COMMAND_NETWORK"
+	envCommandReadPaths     = "DEVSPACE_COMMAND_READ_PATHS"
 )
 
 // setting ties one Config field to its flag and environment variable.
@@ -229,6 +232,54 @@ func settings() []setting {
 					ps = append(ps, p)
 				}
 				c.SkillPaths = dedupe(ps)
+				return nil
+			},
+		},
+		{
+			flag: "command-sandbox", env: envCommandSandbox, arg: "MODE",
+			def:   "on",
+			usage: "on confines every command in a Landlock domain (the system read-only, its Project, a private scratch directory) and refuses commands where the kernel has no Landlock; off runs commands with the server's own rights (a risk doctor reports).",
+			parse: func(c *Config, v string) error {
+				switch strings.ToLower(v) {
+				case "on":
+					c.CommandSandboxOff = false
+				case "off":
+					c.CommandSandboxOff = true
+				default:
+					return fmt.Errorf("%q is not a sandbox mode; use on or off", v)
+				}
+				return nil
+			},
+		},
+		{
+			flag: "command-network", env: envCommandNetwork, arg: "POLICY",
+			def:   "allow",
+			usage: "allow lets commands use the network; deny refuses every TCP bind and connect of a command (Landlock ABI 4 or later; UDP is not covered).",
+			parse: func(c *Config, v string) error {
+				switch strings.ToLower(v) {
+				case "allow":
+					c.CommandNetworkDeny = false
+				case "deny":
+					c.CommandNetworkDeny = true
+				default:
+					return fmt.Errorf("%q is not a network policy; use allow or deny", v)
+				}
+				return nil
+			},
+		},
+		{
+			flag: "command-read-paths", env: envCommandReadPaths, arg: "LIST",
+			def:   "none",
+			usage: "Extra directories commands may read and execute besides the system (/usr, /bin, /lib*, /etc, /opt), comma-separated absolute paths, e.g. a toolchain installed elsewhere.",
+			parse: func(c *Config, v string) error {
+				var ps []string
+				for _, p := range splitList(v) {
+					if !filepath.IsAbs(p) {
+						return fmt.Errorf("%q is not an absolute path", p)
+					}
+					ps = append(ps, filepath.Clean(p))
+				}
+				c.CommandReadPaths = dedupe(ps)
 				return nil
 			},
 		},

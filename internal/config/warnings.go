@@ -56,6 +56,9 @@ func (c *Config) warnings(container bool) []string {
 	if !container && c.MetricsListen != "" && !c.MetricsIsLoopback() {
 		warn("%s: %q is not loopback; make sure the metrics port is firewalled and never tunnelled", envMetricsListen, c.MetricsListen)
 	}
+	if c.CommandSandboxOff && c.ScopeEnabled(ScopeProcessExecute) {
+		warn("%s: off runs every command with the server's own rights: a command can read the state directory (auth.json, the database), every Project and other commands' environments; remove it to confine commands with Landlock", envCommandSandbox)
+	}
 	if c.LogShellCommands {
 		warn("%s: command previews go to the logs and may contain secrets typed into commands; set it to 0 once you are done debugging", envLogShellCommands)
 	}

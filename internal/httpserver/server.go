@@ -69,9 +69,19 @@ type Server struct {
 	servers []*http.Server
 	addrs   []net.Addr
 
+	// baseCtx is every request's parent context; cancelling it ends
+	// long-lived requests (MCP event streams) at shutdown.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
 	mu       sync.Mutex
 	shutdown bool
 }
+
+// streamGrace is how long Shutdown lets in-flight requests finish on their
+// own before it cancels them: an open event stream (GET /mcp) never
+// finishes, and must not hold the server for the whole drain deadline.
+const streamGrace = 200 * time.Millisecond
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
@@ -82,6 +92,7 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log.With("component", "http")}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.servers = []*http.Server{
 		s.httpServer(opts.PublicAddr, s.publicEngine()),
 		s.httpServer(opts.ControlAddr, s.controlEngine()),
@@ -98,6 +109,7 @@ func (s *Server) httpServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
 	}
 }
 
@@ -260,8 +272,10 @@ func (s *Server) Start() error {
 // Addrs returns the bound public, control and metrics addresses after Start.
 func (s *Server) Addrs() []net.Addr { return s.addrs }
 
-// Shutdown stops accepting, waits for in-flight requests until ctx ends,
-// then closes what remains. It is idempotent.
+// Shutdown stops accepting, lets in-flight requests finish for a moment
+// (streamGrace), then cancels their contexts, which ends open event
+// streams; it waits for the handlers until ctx ends, then closes what
+// remains. It is idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.shutdown {
@@ -270,6 +284,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.shutdown = true
 	s.mu.Unlock()
+	stop := time.AfterFunc(streamGrace, s.cancelBase)
+	defer stop.Stop()
+	defer s.cancelBase()
 	var errs []error
 	var wg sync.WaitGroup
 	var emu sync.Mutex

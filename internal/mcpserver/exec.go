@@ -196,7 +196,14 @@ type execIn struct {
 	TTY              bool              `json:"tty,omitempty" jsonschema:"run under a pseudo-terminal (for interactive programs)"`
 	Stdin            string            `json:"stdin,omitempty" jsonschema:"text written to the command's input at start (at most 1 MiB)"`
 	CloseStdin       bool              `json:"closeStdin,omitempty" jsonschema:"close the input after stdin (end of file)"`
+	Sandbox          string            `json:"sandbox,omitempty" jsonschema:"readOnly: the command may read the Project but not change it; workspaceWrite: it may also write the Project (needs project:write; the default when granted). Either way it sees only the system, this Project and a private scratch directory (HOME, TMPDIR)"`
 }
+
+// Sandbox values of exec_command.
+const (
+	sandboxReadOnly       = "readOnly"
+	sandboxWorkspaceWrite = "workspaceWrite"
+)
 
 func (in *execIn) validate() error {
 	if err := operation.ValidateID(in.OperationID); err != nil {
@@ -230,6 +237,25 @@ func (in *execIn) validate() error {
 	return nil
 }
 
+// sandboxFor returns the effective sandbox of a command: the one asked
+// for, or workspaceWrite when the grant may write and readOnly otherwise.
+// workspaceWrite without project:write is insufficient_scope.
+func (s *Server) sandboxFor(c *call, asked string) (string, error) {
+	canWrite := c.principal.HasScope(oauth.ScopeWrite)
+	switch {
+	case asked == "" && canWrite:
+		return sandboxWorkspaceWrite, nil
+	case asked == "":
+		return sandboxReadOnly, nil
+	case asked == sandboxWorkspaceWrite && !canWrite:
+		te := toolErr("insufficient_scope", catScope, "sandbox workspaceWrite needs project:write, which this connection was not granted; run the command with sandbox readOnly.",
+			"exec_command with sandbox: readOnly", "reconnect the app to grant project:write")
+		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "workspaceWrite needs project:write", []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute})
+		return "", te
+	}
+	return asked, nil
+}
+
 // secretIn returns the kind of a literal credential found in anything
 // that would be stored (operation records, logs), or "".
 func (in *execIn) secretIn() string {
@@ -247,6 +273,7 @@ func (in *execIn) secretIn() string {
 
 func (execIn) schema(s *jsonschema.Schema) {
 	s.Properties["environment"].AdditionalProperties = &jsonschema.Schema{Type: "string"}
+	s.Properties["sandbox"].Enum = []any{sandboxReadOnly, sandboxWorkspaceWrite}
 }
 
 // processOut is the state of a command as the model sees it.
@@ -264,6 +291,18 @@ type processOut struct {
 	WallTimeMs   int64  `json:"wallTimeMs"`
 	Replayed     bool   `json:"replayed,omitempty"`
 	NextCursor   string `json:"nextCursor,omitempty"`
+	// Sandbox is the command's sandbox (readOnly, workspaceWrite, or off
+	// when the owner disabled confinement); set by exec_command.
+	Sandbox string `json:"sandbox,omitempty" jsonschema:"how the command is confined: readOnly, workspaceWrite, or off when the owner disabled the sandbox"`
+	// TreeAlive: descendants of the command still run (the Project stays
+	// busy until they are gone).
+	TreeAlive bool `json:"treeAlive,omitempty" jsonschema:"processes the command started are still running (the Project stays busy until they end)"`
+	// KillReason says why the tree was killed: interrupt (SIGINT left
+	// processes running, so they were killed), timeout, close, revoke…
+	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, close, revoke, shutdown…"`
+	// InterruptKilled counts processes an interrupt had to kill because
+	// SIGINT left them running.
+	InterruptKilled int `json:"interruptKilled,omitempty" jsonschema:"processes an interrupt had to kill because Ctrl-C left them running"`
 }
 
 func (o processOut) summary() string {
@@ -300,7 +339,8 @@ func inline(p outputSource, st process.State) (string, bool, int64) {
 
 func render(e *procEntry, st process.State, withOutput bool) processOut {
 	out := processOut{ProcessRef: e.ref, OutputRef: e.outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
-		Revision: st.Revision, OutputBytes: st.OutputBytes}
+		Revision: st.Revision, OutputBytes: st.OutputBytes, TreeAlive: st.TreeAlive && st.Status != process.StatusRunning,
+		InterruptKilled: st.InterruptKilled, KillReason: st.KillReason}
 	end := st.EndedAt
 	if end.IsZero() {
 		end = time.Now()
@@ -325,9 +365,10 @@ func registerProcessTools(s *Server) {
 		name:  "exec_command",
 		title: "Run a command",
 		description: "Use when you need to build, test or run something in the Project: direct mode (program + args) or shell mode (shell: true + command), in a Project directory. " +
+			"The command runs confined: it sees the system, this Project (read-only with sandbox readOnly) and a private scratch directory, nothing else. " +
 			"Avoid long-running servers unless asked, and never put secrets in the command. " +
 			"Returns within about 2 seconds: the exit status and output (head and tail when long), or status running with a processRef to poll with read_process_output.",
-		scopes: []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute},
+		scopes: []string{oauth.ScopeRead, oauth.ScopeExecute},
 		hints:  hints{destructive: true, openWorld: true},
 	}, s.execCommand)
 	addTool(s, spec{
@@ -363,6 +404,13 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 		return fail(toolErr("secret_persistence_blocked", catSafety,
 			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments."))
 	}
+	sandbox, err := s.sandboxFor(c, in.Sandbox)
+	if err != nil {
+		return fail(err)
+	}
+	if s.opts.Processes.Sandbox().Mode == process.SandboxUnavailable {
+		return fail(process.ErrSandboxUnavailable)
+	}
 	if err := c.requireSession(); err != nil {
 		return fail(err)
 	}
@@ -388,7 +436,8 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 		}
 		spec := process.Spec{Program: in.Program, Args: in.Args, Shell: in.Shell, Command: in.Command,
-			Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Env: process.MergeEnv(s.baseEnv, in.Environment),
+			Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: sandbox == sandboxReadOnly,
+			Env: process.MergeEnv(s.baseEnv, in.Environment),
 			TTY: in.TTY, Stdin: []byte(in.Stdin), CloseStdin: in.CloseStdin,
 			Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
 		if spec.Timeout == 0 {
@@ -445,6 +494,10 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 	}
 	out := render(entry, state, true)
 	out.Replayed = replayed
+	out.Sandbox = sandbox
+	if s.opts.Processes.Sandbox().Mode == process.SandboxOff {
+		out.Sandbox = process.SandboxOff
+	}
 	return out, nil
 }
 
@@ -496,6 +549,9 @@ func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease, recorded bool) {
 	}
 	if st.Signal != "" {
 		data["signal"] = st.Signal
+	}
+	if st.KillReason != "" {
+		data["killReason"] = st.KillReason
 	}
 	s.opts.Bindings.Checkpoint(ctx, e.execID, "command_finished", data)
 }
@@ -872,6 +928,10 @@ func (s *Server) procError(err error) *ToolError {
 		e := toolErr("command_spawn_failed", catInput, "The command could not be started (is the program installed and executable?).")
 		e.Phase = "not_started"
 		return e
+	case errors.Is(err, process.ErrSandboxUnavailable):
+		e := toolErr("sandbox_unavailable", catSafety, "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off).")
+		e.Phase = "not_started"
+		return e
 	case errors.Is(err, process.ErrTooMany):
 		return toolErr("process_limit", catLimit, "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
 	case errors.Is(err, process.ErrRevisionConflict):
@@ -890,12 +950,14 @@ func (s *Server) procError(err error) *ToolError {
 	return mapError(err)
 }
 
-// InterruptExecution sends an interrupt to the running commands of an
-// execution and returns how many it reached.
+// InterruptExecution sends an interrupt to the commands of an execution
+// whose tree is alive (also when the main process already exited but
+// descendants live on) and returns how many it reached. What SIGINT leaves
+// alive is killed shortly after (process.Process.Interrupt).
 func (s *Server) InterruptExecution(_ context.Context, execID string) (int, error) {
 	n := 0
 	for _, e := range s.procs.ofExec(execID) {
-		if e.p.State().Status == "running" {
+		if e.p != nil && e.p.State().TreeAlive {
 			if err := e.p.Interrupt(); err == nil {
 				n++
 			}

@@ -105,3 +105,12 @@ func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 		Namespace: Namespace, Name: name, Help: help,
 	}, fn))
 }
+
+// Info registers a constant gauge of value 1 whose labels carry
+// information (like build_info), e.g. command_sandbox_info{mode,abi,…}.
+// Label values must come from a small fixed set.
+func (m *Metrics) Info(name, help string, labels map[string]string) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: name, Help: help, ConstLabels: labels,
+	}, func() float64 { return 1 }))
+}

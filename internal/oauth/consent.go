@@ -89,7 +89,7 @@ type consentPage struct {
 var scopeMeaning = map[string]string{
 	ScopeRead:    "list, open and read the chosen Projects",
 	ScopeWrite:   "change files in the chosen Projects",
-	ScopeExecute: "run commands in the chosen Projects",
+	ScopeExecute: "run commands in the chosen Projects. Each command is confined by the kernel: it sees the system read-only, the one Project it runs in and a private scratch folder, nothing else (not your other Projects, not DevSpace's own data). With \"change files\" also granted, a command may change that Project; without it, commands run read-only",
 }
 
 func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string, p consentPage) {

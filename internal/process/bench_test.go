@@ -18,28 +18,41 @@ import (
 // (reaping, returning its supervisor to the pool), which a tool call does
 // not wait for, happens outside the clock.
 func BenchmarkExecTrue(b *testing.B) {
-	b.Run("devspace", func(b *testing.B) {
-		m := newTestManager(b, Options{}, false)
-		ctx := context.Background()
-		spec := Spec{Program: "true", Dir: "/", Env: BaseEnv(nil), CloseStdin: true}
-		var last *Process
-		measure(b, func() {
-			if last != nil {
-				<-last.Done()
-				_ = last.Remove()
-			}
-		}, func() {
-			p, err := m.Start(ctx, "bench", spec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st, err := p.Wait(ctx, 10*time.Second)
-			if err != nil || st.Status != StatusExited {
-				b.Fatalf("%+v %v", st, err)
-			}
-			last = p
+	// "spaced" leaves 100 ms between commands (untimed), as a model's
+	// turns do: the next launcher is ready by then. Back to back, each
+	// command waits for its launcher (a Go binary) to start.
+	for _, tc := range []struct {
+		name   string
+		off    bool
+		spaced bool
+	}{{"devspace", false, false}, {"devspace-sandbox-off", true, false},
+		{"devspace-spaced", false, true}, {"devspace-sandbox-off-spaced", true, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := newTestManager(b, Options{Sandbox: SandboxOptions{Off: tc.off}}, false)
+			ctx := context.Background()
+			spec := Spec{Program: "true", Dir: b.TempDir(), Env: BaseEnv(nil), CloseStdin: true}
+			var last *Process
+			measure(b, func() {
+				if last != nil {
+					<-last.Done()
+					_ = last.Remove()
+				}
+				if tc.spaced {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}, func() {
+				p, err := m.Start(ctx, "bench", spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, err := p.Wait(ctx, 10*time.Second)
+				if err != nil || st.Status != StatusExited {
+					b.Fatalf("%+v %v", st, err)
+				}
+				last = p
+			})
 		})
-	})
+	}
 	b.Run("os-exec", func(b *testing.B) {
 		measure(b, func() {}, func() {
 			if err := exec.Command("true").Run(); err != nil {

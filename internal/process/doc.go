@@ -12,11 +12,24 @@
 // a few supervisors started ahead of need (Options.IdleSupervisors) and
 // reuses one whose command's tree has ended cleanly; the command's stdio
 // reaches the supervisor as SCM_RIGHTS over its control socket
-// (protocol.go). This keeps `exec true` within about 2× a bare os/exec run.
+// (protocol.go).
+//
+// # Confinement
+//
+// The command's main process starts as a launcher (`devspace __launch`,
+// LauncherMain), which each supervisor starts ahead of need. It receives
+// the command's stdio and spec, calls setsid, enters the command's Landlock
+// domain (internal/sandbox: the system read-only, the Project root
+// read-write or read-only per Spec.ReadOnly, the execution's scratch
+// directory as HOME and TMPDIR, TCP refused with
+// SandboxOptions.DenyNetwork, signals and abstract sockets scoped) on its
+// own thread and execs the command, so the supervisor and the server stay
+// outside the domain. Where the kernel has no Landlock, Start answers
+// ErrSandboxUnavailable unless SandboxOptions.Off.
 //
 // # Lifecycle
 //
-// A command runs in its own process group (its own session with the pty as
+// A command runs in its own session and process group (with the pty as
 // controlling terminal when Spec.TTY is set) and, when a delegated cgroup
 // v2 is writable (CgroupAvailable), in its own cgroup. The main process may
 // exit while descendants live on: State.Status then reports the main
@@ -25,26 +38,21 @@
 // lease until then). Descendants are not killed when the main process
 // exits; Spec.Timeout, Kill, KillGroup and Shutdown end them.
 //
-//   - Interrupt sends SIGINT to the process group and to every descendant.
-//     Background jobs of a non-interactive shell ignore SIGINT (POSIX), so
-//     an interrupt may leave them running; Kill ends them.
+//   - Interrupt sends SIGINT to the process group and to every descendant;
+//     what is still alive after Options.InterruptGrace (background jobs of
+//     a non-interactive shell ignore SIGINT) is killed as Kill does.
 //   - Kill (timeout, close, revoke, shutdown) sends SIGTERM and SIGCONT to
 //     the group and every descendant, waits Options.Grace, then sends
 //     SIGKILL (and writes cgroup.kill) in rounds until wait4 reports that
 //     the supervisor has no child left. A process with a pending SIGKILL
 //     cannot fork, so fork loops converge.
 //   - If the server dies, the supervisor sees EOF on its control socket and
-//     kills the tree. If a supervisor dies (a command may kill its parent),
-//     the command's main process dies with it (PR_SET_PDEATHSIG) and the
-//     server kills the command's process group and cgroup; a descendant
-//     that left the group with setsid() and has no cgroup can then escape.
-//     Path checks and this package are not a sandbox: the container is the
-//     isolation boundary (DESIGN §1).
-//
-// The server reaps its own supervisors (and only them: it is no subreaper,
-// so os/exec elsewhere in the server keeps working). Orphans of a dead
-// supervisor re-parent to PID 1, so in a container PID 1 must reap: the
-// image runs `tini -- devspace serve`.
+//     kills the tree. A confined command cannot signal its supervisor; if
+//     a supervisor dies anyway, the command's main process dies with it
+//     (PR_SET_PDEATHSIG), the server kills the command's process group and
+//     cgroup, and with Options.Subreaper the server is a child subreaper:
+//     the other descendants re-parent to it and its sweep kills them
+//     (subreaper.go).
 //
 // # Output
 //

@@ -20,6 +20,11 @@ var (
 	// Options.MaxPerGroup) is reached. Nothing was started.
 	ErrTooMany = errors.New("too many live processes")
 
+	// ErrSandboxUnavailable means commands must be confined
+	// (SandboxOptions.Off is false) but the kernel offers no Landlock.
+	// Nothing was started.
+	ErrSandboxUnavailable = errors.New("command sandbox is unavailable")
+
 	// ErrClosed means the Manager was shut down.
 	ErrClosed = errors.New("process manager is shut down")
 

@@ -34,6 +34,12 @@ var killShapes = []treeShape{
 	{name: "wrapper_exits_leaving_descendant", spec: sh("sleep 1000 >/dev/null 2>&1 </dev/null & exit 0"), ready: 1, mainExits: true},
 	{name: "descendant_clears_environment", spec: sh(`env -i /bin/bash -c 'exec -a "$0" sleep 1000' "$DSMARK" & wait`), ready: 2},
 	{name: "fork_loop", spec: sh("for i in $(seq 50); do sleep 1000 & done; wait"), ready: 51},
+	// Issue 16's shapes: a tree that ignores SIGTERM and SIGINT, the setsid
+	// loop that kept the Project lease, and a command that tries to kill
+	// its supervisor first (Landlock's signal scoping refuses it).
+	{name: "sigterm_ignoring_tree", spec: sh("trap '' TERM INT; sleep 1000 & sleep 1000 & wait"), ready: 3},
+	{name: "setsid_loop_background", spec: sh("setsid sh -c 'while :; do sleep 1; done' & sleep 1000"), ready: 3},
+	{name: "kill_supervisor_then_daemon", spec: sh("setsid bash -c 'exec sleep 1000' & sleep 0.3; kill -9 $PPID; wait"), ready: 2},
 }
 
 func startShape(t *testing.T, m *Manager, group string, s treeShape, marker string, timeout time.Duration) *Process {
@@ -203,6 +209,43 @@ func TestInterrupt(t *testing.T) {
 			st := p.State()
 			if st.Status != StatusExited || !st.Interrupted || st.KillReason != "" {
 				t.Errorf("state = %+v", st)
+			}
+			if err := p.Interrupt(); err != ErrNotRunning {
+				t.Errorf("second Interrupt = %v, want ErrNotRunning", err)
+			}
+		})
+	}
+}
+
+// TestInterruptEscalates: an interrupt leaves nothing behind. Whatever
+// SIGINT does not end (background jobs, setsid daemons, trees that ignore
+// SIGINT and SIGTERM) is killed after InterruptGrace, and the state says
+// how many processes that took.
+func TestInterruptEscalates(t *testing.T) {
+	for _, cg := range []bool{false, true} {
+		name := "signals"
+		if cg {
+			name = "cgroup"
+		}
+		t.Run(name, func(t *testing.T) { testInterruptEscalates(t, cg) })
+	}
+}
+
+func testInterruptEscalates(t *testing.T, useCgroup bool) {
+	for _, s := range killShapes {
+		t.Run(s.name, func(t *testing.T) {
+			m := newTestManager(t, Options{InterruptGrace: 200 * time.Millisecond}, useCgroup)
+			marker := newMarker()
+			p := startShape(t, m, "exec1", s, marker, 0)
+			if err := p.Interrupt(); err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, p, 10*time.Second)
+			assertGone(t, marker)
+			st := p.State()
+			endsOnSIGINT := s.name == "plain_sleep"
+			if !st.Interrupted || (!endsOnSIGINT && (st.InterruptKilled == 0 || st.KillReason != ReasonInterrupt)) {
+				t.Errorf("state = %+v, want an escalated interrupt", st)
 			}
 			if err := p.Interrupt(); err != ErrNotRunning {
 				t.Errorf("second Interrupt = %v, want ErrNotRunning", err)

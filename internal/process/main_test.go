@@ -19,10 +19,13 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "__supervise":
-			os.Exit(SupervisorMain(os.Args[2:]))
+		case SupervisorCommand, LauncherCommand:
+			code, _ := InternalMain(os.Args[1:])
+			os.Exit(code)
 		case "__testserver":
 			os.Exit(testServerMain(os.Args[2:]))
+		case "__testsubreaper":
+			os.Exit(testSubreaperMain(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())
@@ -102,6 +105,9 @@ func newTestManager(t testing.TB, opts Options, useCgroup bool) *Manager {
 	}
 	if opts.Grace == 0 {
 		opts.Grace = 300 * time.Millisecond
+	}
+	if opts.Sandbox.ScratchDir == "" {
+		opts.Sandbox.ScratchDir = t.TempDir()
 	}
 	opts.DisableCgroup = !useCgroup
 	m, err := New(opts)

@@ -18,7 +18,13 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultGrace         = 3 * time.Second
+	DefaultGrace = 3 * time.Second
+	// DefaultInterruptGrace is how long an interrupt's SIGINT gets before
+	// what it left alive is killed.
+	DefaultInterruptGrace = time.Second
+	// DefaultShutdownGrace is the SIGTERM grace of trees killed at
+	// shutdown.
+	DefaultShutdownGrace = 500 * time.Millisecond
 	DefaultMaxLive       = 32
 	DefaultMaxPerGroup   = 8
 	DefaultMaxSpoolBytes = 1 << 30
@@ -77,6 +83,13 @@ type Options struct {
 	// Grace is how long a killed tree gets between SIGTERM and SIGKILL;
 	// default DefaultGrace.
 	Grace time.Duration
+	// ShutdownGrace is the SIGTERM grace of the trees Shutdown kills,
+	// short so that the server exits promptly; default
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// InterruptGrace is how long Interrupt waits after SIGINT before it
+	// kills what is left of the tree; default DefaultInterruptGrace.
+	InterruptGrace time.Duration
 	// MaxLive bounds live trees in all; MaxPerGroup per group (execution).
 	// Defaults DefaultMaxLive and DefaultMaxPerGroup.
 	MaxLive     int
@@ -95,6 +108,14 @@ type Options struct {
 	// DisableCgroup turns off per-command cgroups even when a delegated
 	// cgroup v2 is writable.
 	DisableCgroup bool
+	// Sandbox configures command confinement; the zero value confines
+	// every command and refuses commands where Landlock is unavailable.
+	Sandbox SandboxOptions
+	// Subreaper makes the server a child subreaper
+	// (PR_SET_CHILD_SUBREAPER): the descendants of a lost supervisor
+	// re-parent to it, not to PID 1, and are killed (see subreaper.go).
+	// It is process-wide, so only the server sets it; default off.
+	Subreaper bool
 	// LogCommands allows command text in logs (DEVSPACE_LOG_SHELL_COMMANDS).
 	LogCommands bool
 	// Logger defaults to a logger that discards.
@@ -112,6 +133,10 @@ type Manager struct {
 	metrics Metrics
 	budget  spoolBudget
 	cgroup  string // parent cgroup directory; "" when cgroups are off
+	sandbox SandboxState
+	// ownSID and sweepNow serve the subreaper; sweepNow is nil without it.
+	ownSID   int
+	sweepNow chan struct{}
 
 	starting sync.WaitGroup
 
@@ -143,6 +168,12 @@ func New(opts Options) (*Manager, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = min(DefaultShutdownGrace, opts.Grace)
+	}
+	if opts.InterruptGrace <= 0 {
+		opts.InterruptGrace = DefaultInterruptGrace
+	}
 	if opts.MaxLive <= 0 {
 		opts.MaxLive = DefaultMaxLive
 	}
@@ -164,8 +195,21 @@ func New(opts Options) (*Manager, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = nopMetrics{}
 	}
+	if opts.Sandbox.ScratchDir == "" {
+		opts.Sandbox.ScratchDir = filepath.Join(os.TempDir(), "devspace-scratch")
+	}
 	if err := os.MkdirAll(opts.SpoolDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the output spool directory: %w", err)
+	}
+	if err := os.MkdirAll(opts.Sandbox.ScratchDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the scratch directory: %w", err)
+	}
+	// Scratch directories of a previous run belong to executions that no
+	// longer run anything.
+	if entries, err := os.ReadDir(opts.Sandbox.ScratchDir); err == nil {
+		for _, e := range entries {
+			removeTree(filepath.Join(opts.Sandbox.ScratchDir, e.Name()))
+		}
 	}
 	m := &Manager{
 		opts:     opts,
@@ -174,13 +218,21 @@ func New(opts Options) (*Manager, error) {
 		budget:   spoolBudget{limit: opts.MaxSpoolBytes},
 		perGroup: make(map[string]int),
 		procs:    make(map[string]*Process),
+		sandbox:  SandboxStateOf(opts.Sandbox),
 	}
+	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
+		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
 	if !opts.DisableCgroup {
 		dir, reason, err := cgroupParent()
 		if err == nil {
 			m.cgroup = dir
 		}
 		m.log.Info("process isolation", "cgroup", err == nil, "reason", reason)
+	}
+	if opts.Subreaper {
+		if err := m.becomeSubreaper(); err != nil {
+			m.log.Warn("cannot become a child subreaper; orphans of a lost supervisor re-parent to PID 1", "err", err)
+		}
 	}
 	go m.refill()
 	return m, nil
@@ -264,6 +316,9 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	l, err := resolve(spec)
 	if err != nil {
 		return nil, err
+	}
+	if m.sandbox.Mode == SandboxUnavailable {
+		return nil, fmt.Errorf("%w: %s", ErrSandboxUnavailable, m.sandbox.Status.Reason)
 	}
 	m.mu.Lock()
 	switch {
@@ -387,9 +442,16 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	if m.cgroup != "" {
 		cgroupDir = filepath.Join(m.cgroup, "devspace-"+id)
 	}
+	scratch, err := m.scratchDir(group)
+	if err != nil {
+		return nil, err
+	}
 	spec := supervisorSpec{
-		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: l.env, TTY: l.tty,
+		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: withScratch(l.env, scratch), TTY: l.tty,
 		GraceMS: m.opts.Grace.Milliseconds(), Cgroup: cgroupDir,
+	}
+	if m.sandbox.Mode == SandboxLandlock {
+		spec.Sandbox = m.policy(l, scratch)
 	}
 	var sup *supervisorProc
 	var ev event
@@ -425,7 +487,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 		cgroupDir = ""
 	}
 	p := &Process{
-		id: id, group: group, m: m, grace: m.opts.Grace,
+		id: id, group: group, m: m, grace: m.opts.Grace, sandboxRules: ev.Sandbox,
 		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir,
 		sup: sup, out: out, outR: outR, capKill: l.killOnCap,
 		exited: make(chan struct{}), outputDone: make(chan struct{}), done: make(chan struct{}),
@@ -435,7 +497,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	if stdinW != nil {
 		p.stdin = newStdinQueue(stdinW, l.tty)
 	}
-	attrs := []any{"pid", p.pid, "tty", l.tty, "cgroup", cgroupDir != ""}
+	attrs := []any{"pid", p.pid, "tty", l.tty, "cgroup", cgroupDir != "", "sandbox", ev.Sandbox != ""}
 	if m.opts.LogCommands {
 		attrs = append(attrs, "command", l.preview)
 	}
@@ -514,7 +576,8 @@ func dupCloexec(fd int) (int, error) {
 
 // KillGroup kills every live process of group (an execution being closed
 // or revoked), concurrently, and returns how many trees it had to kill. It
-// blocks until they are gone or the Kill bound passes.
+// blocks until they are gone or the Kill bound passes, then removes the
+// group's scratch directory.
 func (m *Manager) KillGroup(group, reason string) int {
 	m.mu.Lock()
 	var ps []*Process
@@ -524,7 +587,9 @@ func (m *Manager) KillGroup(group, reason string) int {
 		}
 	}
 	m.mu.Unlock()
-	return killAll(ps, reason)
+	n := killAll(ps, reason)
+	m.removeScratch(group)
+	return n
 }
 
 func killAll(ps []*Process, reason string) int {
@@ -545,7 +610,8 @@ func killAll(ps []*Process, reason string) int {
 }
 
 // Shutdown refuses new processes and kills every live tree (reason
-// "shutdown"), waiting until all are gone or ctx is done (returning ctx's
+// "shutdown", with Options.ShutdownGrace between SIGTERM and SIGKILL),
+// waiting until all are gone or ctx is done (returning ctx's
 // error). It is idempotent: a second call waits for the same trees.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
@@ -560,7 +626,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, p := range ps {
-		p.requestKill(ReasonShutdown)
+		p.requestKillGrace(ReasonShutdown, m.opts.ShutdownGrace)
 	}
 	for _, p := range ps {
 		select {
@@ -569,5 +635,21 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	if entries, err := os.ReadDir(m.opts.Sandbox.ScratchDir); err == nil {
+		for _, e := range entries {
+			removeTree(filepath.Join(m.opts.Sandbox.ScratchDir, e.Name()))
+		}
+	}
 	return nil
+}
+
+// withScratch makes scratch the command's HOME and TMPDIR.
+func withScratch(env []string, scratch string) []string {
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "HOME="+scratch, "TMPDIR="+scratch)
 }

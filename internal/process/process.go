@@ -37,6 +37,9 @@ const (
 	// ReasonSupervisorLost marks a tree whose supervisor died unexpectedly;
 	// the server then killed the command's process group (and cgroup).
 	ReasonSupervisorLost = "supervisor_lost"
+	// ReasonInterrupt: an interrupt's SIGINT left processes alive, so the
+	// tree was killed.
+	ReasonInterrupt = "interrupt"
 )
 
 // killBound is how long Kill waits beyond the grace period.
@@ -70,9 +73,12 @@ type State struct {
 	TreeAlive bool
 
 	// KillReason is the reason of the first Kill (empty if none);
-	// Interrupted is true once Interrupt was sent.
-	KillReason  string
-	Interrupted bool
+	// Interrupted is true once Interrupt was sent. InterruptKilled counts
+	// the processes an interrupt had to kill because SIGINT left them
+	// alive (KillReason is then "interrupt").
+	KillReason      string
+	Interrupted     bool
+	InterruptKilled int
 
 	StdinClosed bool
 }
@@ -88,6 +94,8 @@ type Process struct {
 	startedAt time.Time
 	pid       int    // main process (and process group) ID
 	cgroupDir string // "" when the command has no cgroup
+	// sandboxRules lists the Landlock rules enforced; "" when unconfined.
+	sandboxRules string
 
 	sup      *supervisorProc
 	ctlMu    sync.Mutex
@@ -117,6 +125,10 @@ func (p *Process) Group() string { return p.group }
 
 // Cgroup reports whether the command runs in its own cgroup v2.
 func (p *Process) Cgroup() bool { return p.cgroupDir != "" }
+
+// Sandbox lists the Landlock rules the command runs under ("" when it is
+// not confined).
+func (p *Process) Sandbox() string { return p.sandboxRules }
 
 // Done is closed once no process of the tree remains and its output is
 // fully retained. Release the Project's write lease then.
@@ -235,9 +247,12 @@ func (p *Process) CloseStdin() {
 }
 
 // Interrupt sends SIGINT to the whole tree (the process group and every
-// descendant). It returns ErrNotRunning when the tree is already gone.
-// Note that background jobs of a non-interactive shell ignore SIGINT
-// (POSIX); Kill ends those.
+// descendant). Whatever is still alive after the Manager's InterruptGrace
+// (background jobs of a non-interactive shell ignore SIGINT, daemons may
+// too) is killed like Kill does (SIGTERM, grace, SIGKILL), setsid children
+// included; State.InterruptKilled then counts them and KillReason is
+// "interrupt". Done reports when the tree is gone. It returns
+// ErrNotRunning when the tree is already gone.
 func (p *Process) Interrupt() error {
 	p.mu.Lock()
 	if !p.st.TreeAlive {
@@ -247,8 +262,25 @@ func (p *Process) Interrupt() error {
 	p.st.Interrupted = true
 	p.changedLocked()
 	p.mu.Unlock()
-	p.send(request{Op: opSignal, Signal: int(syscall.SIGINT)})
+	p.send(request{Op: opInterrupt, InterruptMS: p.m.opts.InterruptGrace.Milliseconds(), GraceMS: p.grace.Milliseconds()})
 	return nil
+}
+
+// escalated records that an interrupt is killing n processes.
+func (p *Process) escalated(n int) {
+	p.mu.Lock()
+	first := p.st.KillReason == ""
+	if first {
+		p.st.KillReason = ReasonInterrupt
+		p.killSent = true
+	}
+	p.st.InterruptKilled += n
+	p.changedLocked()
+	p.mu.Unlock()
+	if first {
+		p.m.metrics.ProcessKilled(ReasonInterrupt)
+	}
+	p.log.Info("interrupt left processes alive; killing the tree", "processes", n)
 }
 
 // Kill terminates the whole tree: SIGTERM, the Manager's grace period, then
@@ -270,7 +302,10 @@ func (p *Process) Kill(reason string) error {
 
 // requestKill asks the supervisor to kill the tree once. It reports
 // whether this call sent the request.
-func (p *Process) requestKill(reason string) bool {
+func (p *Process) requestKill(reason string) bool { return p.requestKillGrace(reason, p.grace) }
+
+// requestKillGrace is requestKill with its own SIGTERM grace.
+func (p *Process) requestKillGrace(reason string, grace time.Duration) bool {
 	p.mu.Lock()
 	if !p.st.TreeAlive || p.killSent {
 		p.mu.Unlock()
@@ -282,7 +317,7 @@ func (p *Process) requestKill(reason string) bool {
 	p.mu.Unlock()
 	p.m.metrics.ProcessKilled(reason)
 	p.log.Info("killing process tree", "reason", reason)
-	p.send(request{Op: opKill, GraceMS: p.grace.Milliseconds()})
+	p.send(request{Op: opKill, GraceMS: grace.Milliseconds()})
 	return true
 }
 
@@ -386,6 +421,8 @@ func (p *Process) readControl() {
 		case evExit:
 			p.drainAfterExit(ev.Done)
 			p.recordExit(ev.Code, ev.Signal, "")
+		case evEscalated:
+			p.escalated(ev.Killed)
 		case evDone:
 			doneSeen, orphans, reusable = true, ev.Orphans, ev.Reusable
 			p.ctlMu.Lock()
@@ -478,12 +515,15 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 		p.sup.discard(true)
 		// The supervisor died (it was SIGKILLed, or crashed) before the
 		// tree was gone. Kill what we can still reach: the command's
-		// process group and its cgroup. Descendants that called setsid()
-		// and live outside a cgroup cannot be found any more.
+		// process group and its cgroup; with Options.Subreaper, the
+		// orphans that re-parented to the server too.
 		p.log.Error("supervisor died before its process tree", "stderr", p.sup.stderr.String())
 		if p.pid > 0 {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}
+		// Descendants that left the group re-parent to the server when it
+		// is a subreaper; the sweep kills them.
+		p.m.triggerSweep()
 		if p.cgroupDir != "" {
 			_ = cgroupRemove(p.cgroupDir, 2*time.Second)
 		}

@@ -1,5 +1,7 @@
 package process
 
+import "github.com/devspace-dev/devspace/internal/sandbox"
+
 // The server and a supervisor talk over a Unix stream socketpair that the
 // supervisor inherits as fd 3. A supervisor may be started ahead of need
 // (the Manager keeps a few idle ones, because starting a large Go binary
@@ -36,18 +38,26 @@ type supervisorSpec struct {
 	// Cgroup, when set, is the cgroup v2 directory to create for the
 	// command; the supervisor falls back to signals alone when it cannot.
 	Cgroup string `json:"cgroup,omitempty"`
+	// Sandbox, when set, is the Landlock domain the launcher enters
+	// before it execs the command.
+	Sandbox *sandbox.Policy `json:"sandbox,omitempty"`
 }
 
 // request operations.
 const (
 	opSignal = "signal" // deliver Signal to the whole tree
 	opKill   = "kill"   // SIGTERM, GraceMS, then SIGKILL until the tree is gone
+	// opInterrupt sends SIGINT to the tree; whatever is still alive after
+	// InterruptMS is killed like opKill (GraceMS), setsid children included.
+	opInterrupt = "interrupt"
 )
 
 type request struct {
 	Op      string `json:"op"`
 	Signal  int    `json:"signal,omitempty"`
 	GraceMS int64  `json:"grace_ms,omitempty"`
+	// InterruptMS is how long opInterrupt waits before it escalates.
+	InterruptMS int64 `json:"interrupt_ms,omitempty"`
 }
 
 // event kinds.
@@ -56,19 +66,28 @@ const (
 	evSpawnError = "spawn_error"
 	evExit       = "exit" // the command's main process ended
 	evDone       = "done" // no process of the tree remains; the supervisor exits
+	// evEscalated: an interrupt left processes alive; Killed of them are
+	// being killed.
+	evEscalated = "escalated"
 )
 
 type event struct {
 	Event  string `json:"event"`
 	PID    int    `json:"pid,omitempty"`
 	Cgroup bool   `json:"cgroup,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Code   *int   `json:"code,omitempty"`
-	Signal int    `json:"signal,omitempty"`
+	// Sandbox on started lists the Landlock rules enforced ("" when the
+	// command is not confined).
+	Sandbox string `json:"sandbox,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Code    *int   `json:"code,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
 	// Done on an exit event means the tree was already empty.
 	Done bool `json:"done,omitempty"`
 	// Orphans counts re-parented descendants the supervisor had to kill.
 	Orphans int `json:"orphans,omitempty"`
+	// Killed on escalated counts the processes still alive after the
+	// interrupt's grace.
+	Killed int `json:"killed,omitempty"`
 	// Reusable on done or spawn_error: the supervisor waits for another
 	// command instead of exiting.
 	Reusable bool `json:"reusable,omitempty"`

@@ -36,6 +36,14 @@ type Spec struct {
 	// has already checked that it is contained in the Project.
 	Dir string
 
+	// Root is the absolute host path of the Project (or managed worktree)
+	// root: the only hierarchy a confined command may write besides its
+	// scratch directory. Empty means Dir.
+	Root string
+
+	// ReadOnly makes Root read-only for a confined command.
+	ReadOnly bool
+
 	// Env is the command's full environment (BaseEnv merged with the
 	// caller's validated variables). Nil means BaseEnv(os.Environ()).
 	Env []string
@@ -79,6 +87,8 @@ type launch struct {
 	maxOutput int64
 	killOnCap bool
 	preview   string // for logs, only when Options.LogCommands
+	root      string
+	readOnly  bool
 }
 
 func invalid(format string, args ...any) error {
@@ -91,6 +101,7 @@ func resolve(spec Spec) (launch, error) {
 	l := launch{
 		dir: spec.Dir, env: spec.Env, tty: spec.TTY, stdin: spec.Stdin, closeIn: spec.CloseStdin,
 		timeout: spec.Timeout, maxOutput: spec.MaxOutputBytes, killOnCap: spec.KillOnOutputLimit,
+		root: spec.Root, readOnly: spec.ReadOnly,
 	}
 	switch {
 	case spec.Shell && (spec.Program != "" || len(spec.Args) > 0):
@@ -102,7 +113,7 @@ func resolve(spec Spec) (launch, error) {
 	case !spec.Shell && spec.Program == "":
 		return l, invalid("direct mode needs a Program")
 	}
-	for _, s := range append([]string{spec.Program, spec.Command, spec.Dir}, spec.Args...) {
+	for _, s := range append([]string{spec.Program, spec.Command, spec.Dir, spec.Root}, spec.Args...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return l, invalid("NUL byte in program, arguments, command or directory")
 		}
@@ -114,6 +125,12 @@ func resolve(spec Spec) (launch, error) {
 	}
 	if !filepath.IsAbs(spec.Dir) {
 		return l, invalid("working directory must be an absolute path")
+	}
+	if l.root == "" {
+		l.root = spec.Dir
+	}
+	if !filepath.IsAbs(l.root) {
+		return l, invalid("root must be an absolute path")
 	}
 	if spec.Timeout < 0 || spec.Timeout > MaxTimeout {
 		return l, invalid("timeout must be between 0 and %s", MaxTimeout)

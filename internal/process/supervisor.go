@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,10 @@ func SupervisorMain(args []string) int {
 		return 1
 	}
 	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control")}
+	// The first launcher starts while the supervisor waits idle; a failure
+	// is retried when a command arrives.
+	s.launcher, _ = startLauncher()
+	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
 		stdin, output, err := s.receiveStdio()
 		if err != nil {
@@ -69,15 +74,34 @@ func SupervisorMain(args []string) int {
 	}
 }
 
+// dropLauncher kills and reaps the idle launcher, so that it does not
+// outlive the supervisor (it would re-parent to the server).
+func (s *supervisor) dropLauncher() {
+	if s.launcher == nil {
+		return
+	}
+	s.launcher.conn.Close()
+	_ = syscall.Kill(s.launcher.pid, syscall.SIGKILL)
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(s.launcher.pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	s.launcher = nil
+}
+
 type supervisor struct {
-	self int
-	ctl  *os.File
-	wmu  sync.Mutex
+	self     int
+	ctl      *os.File
+	wmu      sync.Mutex
+	launcher *launcherProc // started ahead of the next command; nil if none
 
 	// Per command:
 	spec         supervisorSpec
 	mainPID      int
 	cgroupDir    string // "" when the command has no cgroup
+	sandboxRules string // Landlock rules enforced; "" when not confined
 	mainExited   bool
 	mainStatus   syscall.WaitStatus
 	exitReported bool
@@ -126,21 +150,7 @@ func (s *supervisor) receiveStdio() (stdin, output int, err error) {
 		if oobn == 0 {
 			continue
 		}
-		msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
-		if err != nil || len(msgs) != 1 {
-			return -1, -1, errors.New("malformed descriptors")
-		}
-		fds, err := syscall.ParseUnixRights(&msgs[0])
-		if err != nil {
-			return -1, -1, err
-		}
-		if len(fds) != 2 {
-			for _, fd := range fds {
-				syscall.Close(fd)
-			}
-			return -1, -1, errors.New("expected two descriptors")
-		}
-		return fds[0], fds[1], nil
+		return parseStdio(oob[:oobn])
 	}
 }
 
@@ -148,7 +158,7 @@ func (s *supervisor) receiveStdio() (stdin, output int, err error) {
 // supervisor may wait for another command.
 func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	s.spec = supervisorSpec{}
-	s.mainPID, s.cgroupDir, s.orphans = 0, "", nil
+	s.mainPID, s.cgroupDir, s.sandboxRules, s.orphans = 0, "", "", nil
 	s.mainExited, s.exitReported, s.empty = false, false, false
 
 	rd := bufio.NewReaderSize(s.ctl, 16<<10)
@@ -173,9 +183,12 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	syscall.Close(output)
 	if err != nil {
 		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
+		if mayReuse && s.launcher == nil {
+			s.launcher, _ = startLauncher()
+		}
 		return mayReuse
 	}
-	s.send(event{Event: evStarted, PID: s.mainPID, Cgroup: s.cgroupDir != ""})
+	s.send(event{Event: evStarted, PID: s.mainPID, Cgroup: s.cgroupDir != "", Sandbox: s.sandboxRules})
 
 	reqs := make(chan request, 4)
 	eof := make(chan struct{})      // the server closed the socket
@@ -206,12 +219,24 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	serverGone, signaled := false, false
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	// escalate fires when an interrupt's grace is over.
+	var escalate <-chan time.Time
+	var escalateGrace time.Duration
 	for {
 		s.reap()
 		if s.empty {
 			break
 		}
 		select {
+		case <-escalate:
+			escalate = nil
+			// SIGINT did not end the tree (background jobs of a
+			// non-interactive shell ignore it, daemons may too): nothing
+			// may outlive an interrupt.
+			if n := s.alive(); n > 0 {
+				s.send(event{Event: evEscalated, Killed: n})
+				s.killTree(sigc, escalateGrace)
+			}
 		case sig := <-sigc:
 			if sig != syscall.SIGCHLD {
 				signaled = true
@@ -223,6 +248,12 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 				s.signalTree(syscall.Signal(r.Signal))
 			case opKill:
 				s.killTree(sigc, time.Duration(r.GraceMS)*time.Millisecond)
+			case opInterrupt:
+				s.signalTree(syscall.SIGINT)
+				if escalate == nil {
+					escalate = time.After(time.Duration(r.InterruptMS) * time.Millisecond)
+					escalateGrace = time.Duration(r.GraceMS) * time.Millisecond
+				}
 			}
 		case <-eof:
 			// The server is gone: nobody may outlive it.
@@ -247,67 +278,71 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	}
 	reuse := mayReuse && !serverGone && !signaled
 	s.send(event{Event: evDone, Orphans: len(s.orphans), Reusable: reuse})
+	if reuse && s.launcher == nil {
+		// The next command's launcher starts once this command is over
+		// (not while it runs: starting it would delay the exit report):
+		// a Go binary takes milliseconds to start, confining and exec'ing
+		// takes microseconds.
+		s.launcher, _ = startLauncher()
+	}
 	return reuse
 }
 
-// spawn starts the command, in its own cgroup when asked and possible.
+// spawn hands the command to the pre-started launcher (or a new one), in
+// its own cgroup when asked and possible. The launcher's PID is the
+// command's: it execs the command in place.
 func (s *supervisor) spawn(stdin, output int) error {
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if s.spec.TTY {
-		attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
-	} else {
-		attr.Setpgid = true
-	}
-	pa := &syscall.ProcAttr{
-		Dir:   s.spec.Dir,
-		Env:   s.spec.Env,
-		Files: []uintptr{uintptr(stdin), uintptr(output), uintptr(output)},
-		Sys:   attr,
-	}
-	if s.spec.Cgroup != "" {
-		if fd, ok := s.makeCgroup(); ok {
-			attr.UseCgroupFD, attr.CgroupFD = true, fd
-			pid, err := syscall.ForkExec(s.spec.Path, s.spec.Argv, pa)
-			syscall.Close(fd)
-			if err == nil {
-				s.mainPID = pid
-				return nil
-			}
-			_ = os.Remove(s.cgroupDir)
-			s.cgroupDir = ""
-			attr.UseCgroupFD, attr.CgroupFD = false, 0
-			if !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.EACCES) &&
-				!errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EINVAL) &&
-				!errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
+	for attempt := 0; ; attempt++ {
+		l := s.launcher
+		s.launcher = nil
+		if l == nil {
+			var err error
+			if l, err = startLauncher(); err != nil {
 				return err
 			}
-			// The cgroup was refused (not the program): retry without one.
+		}
+		if s.spec.Cgroup != "" {
+			s.joinCgroup(l.pid)
+		}
+		rules, err := l.launch(s.spec, stdin, output)
+		if err == nil {
+			s.mainPID, s.sandboxRules = l.pid, rules
+			return nil
+		}
+		// The launcher exits after a failure (or is gone): reap it, so
+		// that nothing of this attempt is left.
+		_ = syscall.Kill(l.pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		for {
+			if _, werr := syscall.Wait4(l.pid, &ws, 0, nil); werr != syscall.EINTR {
+				break
+			}
+		}
+		if s.cgroupDir != "" {
+			_ = os.Remove(s.cgroupDir)
+			s.cgroupDir = ""
+		}
+		if !errors.Is(err, errLauncherGone) || attempt > 0 {
+			return err
 		}
 	}
-	pid, err := syscall.ForkExec(s.spec.Path, s.spec.Argv, pa)
-	if err != nil {
-		return err
-	}
-	s.mainPID = pid
-	return nil
 }
 
-func (s *supervisor) makeCgroup() (int, bool) {
+// joinCgroup creates the command's cgroup and moves the launcher into it
+// before it execs; the command runs without one when that fails.
+func (s *supervisor) joinCgroup(pid int) {
 	dir := s.spec.Cgroup
 	if !filepath.IsAbs(dir) {
-		return 0, false
+		return
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return 0, false
+		return
 	}
-	const oPath = 0x200000 // O_PATH
-	fd, err := syscall.Open(dir, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		_ = os.Remove(dir)
-		return 0, false
+		return
 	}
 	s.cgroupDir = dir
-	return fd, true
 }
 
 // reap collects every exited child without blocking and records whether
@@ -323,8 +358,19 @@ func (s *supervisor) reap() {
 			s.empty = true
 			break
 		}
-		if err != nil || pid <= 0 {
+		if err != nil {
 			break
+		}
+		if pid == 0 {
+			// Children remain; the tree is empty when the only one left
+			// is the next command's idle launcher.
+			s.empty = s.launcher != nil && s.onlyLauncherLeft()
+			break
+		}
+		if s.launcher != nil && pid == s.launcher.pid {
+			s.launcher.conn.Close()
+			s.launcher = nil // died idle; a new one is started when needed
+			continue
 		}
 		if pid == s.mainPID {
 			s.mainExited, s.mainStatus = true, ws
@@ -343,6 +389,44 @@ func (s *supervisor) reap() {
 	}
 }
 
+// onlyLauncherLeft reports whether the idle launcher is the supervisor's
+// only remaining process (wait4 would never say ECHILD while it lives).
+func (s *supervisor) onlyLauncherLeft() bool {
+	for _, p := range s.tree() {
+		if p.pid != s.launcher.pid {
+			return false
+		}
+	}
+	return true
+}
+
+// tree returns the command's processes: every descendant but the idle
+// launcher, which belongs to the next command.
+func (s *supervisor) tree() []procEntry {
+	all := descendantsOf(s.self)
+	if s.launcher == nil {
+		return all
+	}
+	out := all[:0]
+	for _, p := range all {
+		if p.pid != s.launcher.pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// alive counts the tree's processes that are not zombies.
+func (s *supervisor) alive() int {
+	n := 0
+	for _, p := range s.tree() {
+		if p.state != 'Z' {
+			n++
+		}
+	}
+	return n
+}
+
 // signal sends a signal; tests record the calls.
 var sendSignal = syscall.Kill
 
@@ -359,7 +443,7 @@ var sendSignal = syscall.Kill
 func (s *supervisor) signalTree(sig syscall.Signal) {
 	// Scan first: the group signal may turn descendants into zombies
 	// before they could be counted.
-	procs := descendantsOf(s.self)
+	procs := s.tree()
 	grouped := false
 	if s.mainPID > 0 {
 		// A process group ID is never reused while the group has members,
@@ -389,7 +473,7 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 			_ = sendSignal(p.pid, sig)
 		}
 		var fresh []procEntry
-		for _, p := range descendantsOf(s.self) {
+		for _, p := range s.tree() {
 			if !sent[p.pid] && p.state != 'Z' {
 				fresh = append(fresh, p)
 			}
@@ -481,6 +565,10 @@ func spawnMessage(err error) string {
 		return "the argument list and environment are too long"
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOMEM):
 		return "the system cannot create more processes now"
+	}
+	var le launchError
+	if errors.As(err, &le) {
+		return le.msg
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {

@@ -1,0 +1,296 @@
+package process
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
+)
+
+// LauncherCommand is the hidden subcommand that runs LauncherMain.
+const LauncherCommand = "__launch"
+
+// InternalMain runs the hidden subcommands the process layer re-executes
+// the binary with (SupervisorCommand, LauncherCommand): call it first in
+// main (and in the TestMain of packages that start commands) with
+// os.Args[1:]. ok is false for any other command line.
+func InternalMain(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case SupervisorCommand:
+		return SupervisorMain(args[1:]), true
+	case LauncherCommand:
+		return LauncherMain(args[1:]), true
+	}
+	return 0, false
+}
+
+// A launcher is the command's main process before it execs the command:
+// a re-exec of the devspace binary that its supervisor starts ahead of
+// need (starting the large binary costs milliseconds, confining it costs
+// microseconds). When assigned, it receives the command's stdio and spec
+// over its socket (fd 3, as the supervisor does), enters its own process
+// group or session, changes directory, enters the command's Landlock
+// domain on its only remaining thread of interest, reports "exec" and
+// execs the command. The socket is close-on-exec, so the supervisor reads
+// EOF after "exec" when the exec succeeded and an error line otherwise.
+// Because the launcher confines itself, the supervisor and the server stay
+// outside the domain: the command cannot signal them, nor read their /proc
+// entries.
+
+// launcherReply is one line a launcher writes before it execs (Exec) or
+// instead (Error).
+type launcherReply struct {
+	Exec  bool   `json:"exec,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Errno classifies the failure for spawnMessage.
+	Errno int `json:"errno,omitempty"`
+	// Sandbox is the set of rules enforced, when confined.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// LauncherMain runs a launcher and returns its exit status only when it
+// could not exec the command. The supervisor starts it (as `devspace
+// __launch`, wired by the CLI) with its socket on fd 3; it is not meant to
+// be run by hand, and args must be empty.
+func LauncherMain(args []string) int {
+	if len(args) != 0 {
+		fmt.Fprintln(os.Stderr, "devspace: __launch is internal and takes no arguments")
+		return 2
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		fmt.Fprintln(os.Stderr, "devspace: __launch is internal: it runs only as a child of a supervisor")
+		return 2
+	}
+	// Landlock and no_new_privs apply to the calling thread; the exec
+	// must come from that same thread.
+	runtime.LockOSThread()
+	syscall.CloseOnExec(ctlFD)
+	// Its own session (and so process group) from the start: no terminal
+	// of the server's reaches the command, and the command's processes —
+	// this launcher too, should its supervisor be lost while it waits —
+	// are told from the server's own children by their session
+	// (subreaper.go).
+	if _, err := unix.Setsid(); err != nil {
+		fmt.Fprintln(os.Stderr, "devspace: __launch: setsid:", err)
+		return 1
+	}
+	ctl := os.NewFile(ctlFD, "devspace-launch")
+	reply := func(r launcherReply) {
+		b, _ := json.Marshal(r)
+		_, _ = ctl.Write(append(b, '\n'))
+	}
+	fail := func(what string, err error) int {
+		r := launcherReply{Error: what + ": " + spawnMessage(err)}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			r.Errno = int(errno)
+		}
+		reply(r)
+		return 127
+	}
+
+	stdin, output, err := recvStdio(ctlFD, true)
+	if err != nil {
+		return 0 // EOF: the supervisor is gone or drains its launcher
+	}
+	var spec supervisorSpec
+	line, err := readLine(bufio.NewReaderSize(ctl, 16<<10), maxSpecBytes)
+	if err == nil {
+		err = json.Unmarshal(line, &spec)
+	}
+	if err != nil {
+		return fail("spec", err)
+	}
+	for i, fd := range []int{stdin, output, output} {
+		if err := unix.Dup2(fd, i); err != nil {
+			return fail("stdio", err)
+		}
+	}
+	syscall.Close(stdin)
+	syscall.Close(output)
+	if spec.TTY {
+		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
+			return fail("terminal", err)
+		}
+	}
+	if err := unix.Chdir(spec.Dir); err != nil {
+		return fail("working directory", err)
+	}
+	var enforced string
+	if spec.Sandbox != nil {
+		policy := *spec.Sandbox
+		// Its own /proc/<pid> (the PID survives the exec), not the
+		// other processes'.
+		policy.ReadFiles = append(append([]string(nil), policy.ReadFiles...), "/proc/self")
+		if spec.TTY {
+			// The command may reopen its own terminal, not another's.
+			if pts, err := os.Readlink("/proc/self/fd/0"); err == nil && filepath.IsAbs(pts) {
+				policy.Devices = append(append([]string(nil), policy.Devices...), pts)
+			}
+		}
+		f, err := sandbox.Restrict(policy)
+		if err != nil {
+			return fail("sandbox", err)
+		}
+		enforced = f.String()
+		if enforced == "" {
+			enforced = "none"
+		}
+	}
+	reply(launcherReply{Exec: true, Sandbox: enforced})
+	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
+	return fail("exec", err)
+}
+
+// recvStdio receives the command's stdin and output descriptors (one
+// message carrying two descriptors). Bytes without descriptors are
+// discarded. With blocking set the socket is read with plain recvmsg.
+func recvStdio(fd int, blocking bool) (stdin, output int, err error) {
+	buf := make([]byte, 4<<10)
+	oob := make([]byte, syscall.CmsgSpace(2*4))
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err == syscall.EINTR || (err == syscall.EAGAIN && blocking) {
+			continue
+		}
+		if err != nil {
+			return -1, -1, err
+		}
+		if n == 0 {
+			return -1, -1, io.EOF
+		}
+		if oobn == 0 {
+			continue
+		}
+		return parseStdio(oob[:oobn])
+	}
+}
+
+func parseStdio(oob []byte) (stdin, output int, err error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil || len(msgs) != 1 {
+		return -1, -1, errors.New("malformed descriptors")
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil {
+		return -1, -1, err
+	}
+	if len(fds) != 2 {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return -1, -1, errors.New("expected two descriptors")
+	}
+	return fds[0], fds[1], nil
+}
+
+// launcherProc is a supervisor's handle on its pre-started launcher.
+type launcherProc struct {
+	pid  int
+	conn *os.File
+	rd   *bufio.Reader
+}
+
+// startLauncher starts a launcher, from the supervisor's locked main
+// thread (its parent-death signal is tied to that thread).
+func startLauncher() (*launcherProc, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("launcher socket: %w", err)
+	}
+	defer syscall.Close(fds[1])
+	null, err := syscall.Open(os.DevNull, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	defer syscall.Close(null)
+	exe, err := os.Executable()
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, err
+	}
+	pid, err := syscall.ForkExec(exe, []string{filepath.Base(exe), LauncherCommand}, &syscall.ProcAttr{
+		Dir:   "/",
+		Env:   append([]string{"GOMAXPROCS=1"}, os.Environ()...),
+		Files: []uintptr{uintptr(null), uintptr(null), 2, uintptr(fds[1])},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		syscall.Close(fds[0])
+		return nil, fmt.Errorf("start the launcher: %w", err)
+	}
+	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))
+	return &launcherProc{pid: pid, conn: conn, rd: bufio.NewReaderSize(conn, 4<<10)}, nil
+}
+
+// errLauncherGone means the launcher died before it received the command;
+// nothing ran, and a fresh launcher may be tried.
+var errLauncherGone = errors.New("launcher is gone")
+
+// launch hands stdio and spec to the launcher and waits until it has
+// exec'd the command (nil) or failed. The launcher's PID becomes the
+// command's.
+func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRules string, err error) {
+	defer l.conn.Close()
+	rights := syscall.UnixRights(stdin, output)
+	if err := syscall.Sendmsg(int(l.conn.Fd()), []byte{'F'}, rights, nil, 0); err != nil {
+		return "", errLauncherGone
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	if _, err := l.conn.Write(append(b, '\n')); err != nil {
+		return "", errLauncherGone
+	}
+	line, err := readLine(l.rd, 64<<10)
+	if err != nil {
+		return "", errLauncherGone
+	}
+	var r launcherReply
+	if err := json.Unmarshal(line, &r); err != nil {
+		return "", fmt.Errorf("launcher reply: %w", err)
+	}
+	if r.Error != "" {
+		return "", launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
+	}
+	// EOF (the close-on-exec socket) means the exec succeeded; an error
+	// line means it did not.
+	line, err = readLine(l.rd, 64<<10)
+	if err != nil {
+		return r.Sandbox, nil
+	}
+	if json.Unmarshal(line, &r) == nil && r.Error != "" {
+		return "", launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
+	}
+	return r.Sandbox, nil
+}
+
+// launchError is a launcher's failure; it unwraps to its errno.
+type launchError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e launchError) Error() string { return e.msg }
+func (e launchError) Unwrap() error {
+	if e.errno == 0 {
+		return nil
+	}
+	return e.errno
+}

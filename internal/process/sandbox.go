@@ -1,0 +1,134 @@
+package process
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
+)
+
+// SandboxOptions configures how commands are confined (DESIGN §1). The
+// zero value confines every command in a Landlock domain with the best ABI
+// the kernel offers, allows the network, and refuses commands
+// (ErrSandboxUnavailable) where the kernel has no Landlock.
+type SandboxOptions struct {
+	// Off runs commands with the server's own rights
+	// (DEVSPACE_COMMAND_SANDBOX=off): an explicit, logged risk.
+	Off bool
+	// DenyNetwork refuses every TCP bind and connect of a command
+	// (DEVSPACE_COMMAND_NETWORK=deny; Landlock ABI 4 and later). UDP and
+	// Unix sockets are not covered.
+	DenyNetwork bool
+	// ReadPaths are hierarchies commands may read and execute besides
+	// sandbox.SystemPaths (toolchains installed elsewhere); default none.
+	ReadPaths []string
+	// ScratchDir holds one private scratch directory per group
+	// (execution), the command's HOME and TMPDIR, removed by KillGroup and
+	// Shutdown; default $TMPDIR/devspace-scratch. Its leftovers are
+	// removed by New.
+	ScratchDir string
+	// Probe replaces sandbox.Probe; tests use it to force "unavailable".
+	Probe func() sandbox.Status
+}
+
+// SandboxState is what /readyz, doctor, the startup log and the
+// devspace_command_sandbox_info metric report.
+type SandboxState struct {
+	// Mode is "landlock" (commands are confined), "off" (the owner turned
+	// confinement off) or "unavailable" (commands are refused).
+	Mode string
+	// Status is the kernel's Landlock offer (also when Mode is "off").
+	Status sandbox.Status
+	// Rules lists the enforced rules (sandbox.Features.String); "" unless
+	// Mode is "landlock".
+	Rules string
+	// DenyNetwork is SandboxOptions.DenyNetwork; NetworkEnforced whether
+	// the ABI can enforce it.
+	DenyNetwork     bool
+	NetworkEnforced bool
+}
+
+// Sandbox modes.
+const (
+	SandboxLandlock    = "landlock"
+	SandboxOff         = "off"
+	SandboxUnavailable = "unavailable"
+)
+
+// SandboxStateOf probes the kernel (through o.Probe when set) and returns
+// the state a Manager built with o would report; callers that must decide
+// before the Manager exists (which scopes to offer) use it.
+func SandboxStateOf(o SandboxOptions) SandboxState {
+	probe := o.Probe
+	if probe == nil {
+		probe = sandbox.Probe
+	}
+	st := SandboxState{Status: probe(), DenyNetwork: o.DenyNetwork}
+	switch {
+	case o.Off:
+		st.Mode = SandboxOff
+	case !st.Status.Available():
+		st.Mode = SandboxUnavailable
+	default:
+		st.Mode = SandboxLandlock
+		f := st.Status.Features()
+		st.Rules = f.String()
+		st.NetworkEnforced = o.DenyNetwork && f.TCP
+	}
+	return st
+}
+
+// Sandbox returns the confinement state, fixed at New.
+func (m *Manager) Sandbox() SandboxState { return m.sandbox }
+
+// scratchDir returns group's scratch directory, creating it (0700).
+func (m *Manager) scratchDir(group string) (string, error) {
+	sum := sha256.Sum256([]byte(group))
+	dir := filepath.Join(m.opts.Sandbox.ScratchDir, hex.EncodeToString(sum[:12]))
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("%w: create the scratch directory: %v", ErrSpawn, err)
+	}
+	return dir, nil
+}
+
+// removeScratch deletes group's scratch directory, making its tree
+// writable first (a command may have left read-only directories).
+func (m *Manager) removeScratch(group string) {
+	sum := sha256.Sum256([]byte(group))
+	removeTree(filepath.Join(m.opts.Sandbox.ScratchDir, hex.EncodeToString(sum[:12])))
+}
+
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+// policy is the Landlock domain of one command: the system read-only, its
+// Project root read-write (read-only for a ReadOnly spec), its scratch
+// directory read-write, nothing else.
+func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
+	p := &sandbox.Policy{
+		ReadExec:  append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...),
+		ReadWrite: []string{scratch},
+		ReadFiles: sandbox.ReadablePaths(),
+		Devices:   sandbox.DevicePaths(),
+		DenyTCP:   m.opts.Sandbox.DenyNetwork,
+	}
+	if l.readOnly {
+		p.ReadExec = append(p.ReadExec, l.root)
+	} else {
+		p.ReadWrite = append(p.ReadWrite, l.root)
+	}
+	return p
+}

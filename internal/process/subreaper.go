@@ -1,0 +1,109 @@
+package process
+
+import (
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The server as a child subreaper (Options.Subreaper). A supervisor
+// cannot be killed by its command (Landlock scopes signals), but it may
+// still be lost (the OOM killer, an operator's kill). Its command's main
+// process dies with it (parent-death signal); the command's descendants
+// then re-parent to the nearest subreaper, the server, instead of PID 1.
+// They are recognised by two facts: the server is their parent, and they
+// live in a session other than the server's (every command gets its own
+// session, and setsid only makes new ones). The server's other children
+// (supervisors, git run by review) keep the server's session, so their
+// exit statuses stay with os/exec. An orphan is killed with SIGKILL and
+// reaped; it must be seen in two consecutive sweeps, so that a process
+// in the middle of being started is never mistaken for one.
+
+// orphanSweep is how often the subreaper looks for orphans.
+const orphanSweep = 500 * time.Millisecond
+
+// becomeSubreaper makes the server a child subreaper and starts the sweep.
+func (m *Manager) becomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	sid, err := unix.Getsid(0)
+	if err != nil {
+		return err
+	}
+	m.ownSID = sid
+	m.sweepNow = make(chan struct{}, 1)
+	go m.sweepLoop()
+	return nil
+}
+
+func (m *Manager) sweepLoop() {
+	t := time.NewTicker(orphanSweep)
+	defer t.Stop()
+	seen := map[int]bool{}
+	for {
+		select {
+		case <-t.C:
+		case <-m.sweepNow:
+			// Re-parenting follows the supervisor's death by a moment.
+			time.Sleep(20 * time.Millisecond)
+		}
+		seen = m.sweepOrphans(seen)
+	}
+}
+
+// sweepOrphans kills and reaps the orphans found now that were already
+// candidates at the previous sweep (prev); it returns this sweep's
+// candidates.
+func (m *Manager) sweepOrphans(prev map[int]bool) map[int]bool {
+	self := syscall.Getpid()
+	now := map[int]bool{}
+	killed := 0
+	for _, p := range listProcs() {
+		if p.ppid != self {
+			continue
+		}
+		sid, err := unix.Getsid(p.pid)
+		if err != nil || sid == m.ownSID {
+			continue
+		}
+		if p.state == 'Z' {
+			// Exited on its own: reap it (it is not an os/exec child).
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+			continue
+		}
+		if !prev[p.pid] {
+			now[p.pid] = true
+			continue
+		}
+		_ = unix.Kill(p.pid, unix.SIGKILL)
+		killed++
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(p.pid, &ws, 0, nil)
+	}
+	if killed > 0 {
+		m.metrics.OrphansKilled(killed)
+		m.log.Warn("killed processes left by a lost supervisor", "processes", killed)
+	}
+	if len(now) > 0 {
+		// Candidates are confirmed at the next sweep; do not wait long.
+		select {
+		case m.sweepNow <- struct{}{}:
+		default:
+		}
+	}
+	return now
+}
+
+// triggerSweep asks for a sweep now (a supervisor was lost).
+func (m *Manager) triggerSweep() {
+	if m.sweepNow == nil {
+		return
+	}
+	select {
+	case m.sweepNow <- struct{}{}:
+	default:
+	}
+}
