@@ -34,6 +34,7 @@ type diagnosticBundle struct {
 	Config      map[string]any    `json:"config"`
 	Doctor      []string          `json:"doctor"`
 	Cgroup      map[string]any    `json:"cgroup"`
+	Sandbox     map[string]any    `json:"commandSandbox"`
 	Counts      map[string]any    `json:"counts,omitempty"`
 	Audit       []map[string]any  `json:"recentAudit,omitempty"`
 	Metrics     []string          `json:"metrics,omitempty"`
@@ -104,6 +105,9 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, e
 	b.Doctor = strings.Split(strings.TrimRight(doc.String(), "\n"), "\n")
 	ok, reason := process.CgroupAvailable()
 	b.Cgroup = map[string]any{"delegated": ok, "reason": reason}
+	sb := process.SandboxStateOf(commandSandbox(cfg, Options{}))
+	b.Sandbox = map[string]any{"mode": sb.Mode, "abi": sb.Status.ABI, "reason": sb.Status.Reason, "rules": sb.Rules,
+		"denyNetwork": sb.DenyNetwork, "networkEnforced": sb.NetworkEnforced}
 
 	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {

@@ -34,7 +34,7 @@ func TestDiagnosticRedacts(t *testing.T) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, raw)
 	}
-	for _, section := range []string{"version", "config", "doctor", "cgroup", "counts", "recentAudit"} {
+	for _, section := range []string{"version", "config", "doctor", "cgroup", "commandSandbox", "counts", "recentAudit"} {
 		if b[section] == nil {
 			t.Errorf("no %s section:\n%s", section, raw)
 		}
