@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // secretPattern is one credential format DetectSecret recognizes. check,
@@ -23,27 +24,34 @@ type secretPattern struct {
 // assignments and URL credentials that look like words (postgres:postgres).
 // They are too often variable references, test fixtures or local defaults,
 // and a false positive refuses a legitimate command.
-var secretPatterns = []secretPattern{
-	{kind: "private_key", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,512}?[A-Za-z0-9+/=]{40}`)},
-	{kind: "aws_access_key_id", re: regexp.MustCompile(`\b((?:AKIA|ASIA)[0-9A-Z]{16})\b`)},
-	{kind: "aws_secret_access_key", re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`), check: randomLooking},
-	{kind: "github_token", re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
-	{kind: "github_token", re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,255}`)},
-	{kind: "gitlab_token", re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
-	{kind: "slack_token", re: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
-	{kind: "slack_webhook", re: regexp.MustCompile(`https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{8,}`)},
-	{kind: "openai_api_key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,}`)},
-	{kind: "anthropic_api_key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{80,}`)},
-	{kind: "stripe_secret_key", re: regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{20,}`)},
-	{kind: "google_api_key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}(?:[^0-9A-Za-z_-]|$)`)},
-	{kind: "npm_token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
-	{kind: "authorization_bearer", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)`), check: randomLooking},
-	{kind: "authorization_basic", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})`), check: basicCredential},
-	{kind: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-	{kind: "url_credentials", re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@`), check: func(p string) bool {
-		return len(p) >= 12 && randomLooking(p)
-	}},
-}
+//
+// They are compiled on first use, not at package init: every supervisor
+// and command launcher is this binary too, and compiling them (the
+// private-key pattern's bounded repetition above all) took 8–20 ms of each
+// one's start.
+var secretPatterns = sync.OnceValue(func() []secretPattern {
+	return []secretPattern{
+		{kind: "private_key", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,512}?[A-Za-z0-9+/=]{40}`)},
+		{kind: "aws_access_key_id", re: regexp.MustCompile(`\b((?:AKIA|ASIA)[0-9A-Z]{16})\b`)},
+		{kind: "aws_secret_access_key", re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`), check: randomLooking},
+		{kind: "github_token", re: regexp.MustCompile(`\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b`)},
+		{kind: "github_token", re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,255}`)},
+		{kind: "gitlab_token", re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+		{kind: "slack_token", re: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
+		{kind: "slack_webhook", re: regexp.MustCompile(`https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]{8,}`)},
+		{kind: "openai_api_key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,}`)},
+		{kind: "anthropic_api_key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{80,}`)},
+		{kind: "stripe_secret_key", re: regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{20,}`)},
+		{kind: "google_api_key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}(?:[^0-9A-Za-z_-]|$)`)},
+		{kind: "npm_token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
+		{kind: "authorization_bearer", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)`), check: randomLooking},
+		{kind: "authorization_basic", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})`), check: basicCredential},
+		{kind: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+		{kind: "url_credentials", re: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@`), check: func(p string) bool {
+			return len(p) >= 12 && randomLooking(p)
+		}},
+	}
+})
 
 // DetectSecret reports whether s contains a literal credential and, if so,
 // its kind: private_key (a PEM private-key block with key material),
@@ -56,7 +64,7 @@ var secretPatterns = []secretPattern{
 // url_credentials (scheme://user:password@ with a long random-looking
 // password). It never returns the secret itself. Safe for concurrent use.
 func DetectSecret(s string) (kind string, found bool) {
-	for _, p := range secretPatterns {
+	for _, p := range secretPatterns() {
 		for _, m := range p.re.FindAllStringSubmatch(s, 8) {
 			if p.check == nil || (len(m) > 1 && p.check(m[1])) {
 				return p.kind, true
