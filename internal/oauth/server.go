@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -36,16 +37,22 @@ const (
 	ScopeExecute = "process:execute"
 )
 
+// DefaultClientIPHeader is the header cloudflared sets to the connecting
+// client's address.
+const DefaultClientIPHeader = "Cf-Connecting-Ip"
+
 // PasswordChecker verifies the Owner password (authstate.State does).
 type PasswordChecker interface {
 	VerifyPassword(ctx context.Context, password []byte) (bool, error)
 }
 
 // Limiter rate-limits Owner-password attempts (ratelimit.Limiter does).
+// Reserve counts an attempt before it is verified and refuses it while
+// another attempt on any of its keys is in flight, while any key waits out
+// a back-off, or while too many attempts are in flight overall; done
+// reports the outcome exactly once.
 type Limiter interface {
-	Allow(keys ...string) (bool, time.Duration)
-	Failure(keys ...string)
-	Success(keys ...string)
+	Reserve(keys ...string) (done func(success bool), retryAfter time.Duration, ok bool)
 }
 
 // ClientMetadata is a validated client ID metadata document.
@@ -80,9 +87,17 @@ type Options struct {
 	Projects *project.Catalog // required
 	Limiter  Limiter          // required
 	Metadata MetadataFetcher  // nil disables client ID metadata documents
-	RefKey   []byte           // required: HMAC key for audit references
-	Metrics  *metrics.Metrics // required
-	Logger   *slog.Logger     // nil means discard
+	// TrustedProxies are the peers (such as a cloudflared sidecar) whose
+	// ClientIPHeader names the real client address. Empty means no proxy is
+	// trusted: the peer address is used and per-source registration limits
+	// are off, because behind a tunnel every client shares one address.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader is the header a trusted proxy sets; empty means
+	// DefaultClientIPHeader.
+	ClientIPHeader string
+	RefKey         []byte           // required: HMAC key for audit references
+	Metrics        *metrics.Metrics // required
+	Logger         *slog.Logger     // nil means discard
 
 	// OnGrantsRevoked runs after grants were revoked (revoke, replay,
 	// revoke-all, password rotation) so executions and processes can be
@@ -122,6 +137,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ClientIPHeader == "" {
+		opts.ClientIPHeader = DefaultClientIPHeader
 	}
 	log := opts.Logger
 	if log == nil {
