@@ -1,6 +1,8 @@
 package oauth_test
 
 import (
+	"context"
+	"errors"
 	"html"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/oauth"
 )
 
 var requestTokenRE = regexp.MustCompile(`name="request" value="([^"]+)"`)
@@ -128,4 +131,84 @@ func TestConcurrentPasswordGuessesAcrossRequests(t *testing.T) {
 	if verified := strings.Count(env.Logs.String(), `"owner_password_failed"`); verified > 4 {
 		t.Errorf("%d wrong passwords verified over %d requests of one client; want at most 4", verified, n)
 	}
+}
+
+// TestCodeMisuseLeavesGrantWorking: someone who sees a code (a log, a
+// referrer, a shared screen) cannot end the grant it created or burn it.
+func TestCodeMisuseLeavesGrantWorking(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	c := env.Register("legit", "http://127.0.0.1:9/cb", "client_secret_post")
+	attacker := env.Register("attacker", "http://127.0.0.1:9/cb", "none")
+	exchange := func(as apptest.Client, code, verifier string) apptest.TokenResponse {
+		return env.Token(as, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+			"redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}})
+	}
+	stillWorks := func(t *testing.T, tr apptest.TokenResponse) {
+		t.Helper()
+		if _, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken); err != nil {
+			t.Fatalf("legitimate access token: %v", err)
+		}
+		if r := env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tr.RefreshToken}}); r.Status != 200 {
+			t.Fatalf("legitimate refresh: %+v", r)
+		}
+	}
+	t.Run("consumed code presented by another client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("exchange: %+v", tr)
+		}
+		if r := exchange(attacker, code, verifier); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("attacker's replay: %+v", r)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("fresh code presented by another client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		if r := exchange(attacker, code, verifier); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("attacker's exchange: %+v", r)
+		}
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("legitimate exchange after the attempt: %+v", tr)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("fresh code with a wrong verifier", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		if r := exchange(c, code, "wrong-verifier-wrong-verifier-wrong-verifier-00"); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("wrong verifier: %+v", r)
+		}
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("legitimate exchange after a wrong verifier: %+v", tr)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("consumed code with a wrong verifier by its own client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("exchange: %+v", tr)
+		}
+		if r := exchange(c, code, "wrong-verifier-wrong-verifier-wrong-verifier-00"); r.Status != 400 {
+			t.Fatalf("replay with a wrong verifier: %+v", r)
+		}
+		stillWorks(t, tr)
+	})
+	for _, ev := range []string{`"oauth_code_client_mismatch"`, `"oauth_code_verifier_mismatch"`} {
+		if !strings.Contains(env.Logs.String(), ev) {
+			t.Errorf("no audit event %s", ev)
+		}
+	}
+	t.Run("replay by its own client still revokes", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if r := exchange(c, code, verifier); r.Status != 400 {
+			t.Fatalf("replay: %+v", r)
+		}
+		if _, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken); !errors.Is(err, oauth.ErrTokenRevoked) {
+			t.Fatalf("grant survived its own client's replay: %v", err)
+		}
+	})
 }
