@@ -145,10 +145,12 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
 		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
 		Store: st, Password: auth, Projects: catalog,
-		Limiter:  ratelimit.New(ratelimit.Options{Now: opts.Now}),
-		Metadata: fetcher,
-		RefKey:   auth.Derive(purposeAuditRef),
-		Metrics:  m, Logger: log, Now: opts.Now,
+		Limiter:        ratelimit.New(ratelimit.Options{MaxInFlight: cfg.Edge.PasswordConcurrency, Now: opts.Now}),
+		TrustedProxies: cfg.Edge.TrustedProxies, ClientIPHeader: cfg.Edge.ClientIPHeader,
+		RegistrationsPerSource: cfg.Edge.RegistrationsPerSource,
+		Metadata:               fetcher,
+		RefKey:                 auth.Derive(purposeAuditRef),
+		Metrics:                m, Logger: log, Now: opts.Now,
 		OnGrantsRevoked: a.grantsRevoked,
 	})
 	ops := operation.New(st, operation.Options{Now: opts.Now})

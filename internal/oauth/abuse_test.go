@@ -212,3 +212,41 @@ func TestCodeMisuseLeavesGrantWorking(t *testing.T) {
 		}
 	})
 }
+
+// TestRegistrationFloodDoesNotLockOut: 500 unused registrations push out
+// the oldest unused ones instead of refusing further registrations; a
+// client that has a grant is never pushed out.
+func TestRegistrationFloodDoesNotLockOut(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	used, tok := env.Grant(apptest.Approval{})
+	oldest := env.Register("oldest unused", "http://127.0.0.1:9/cb", "none")
+	for i := range 500 {
+		body := `{"client_name":"flood","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		resp, err := http.Post(env.URL+"/oauth/register", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("registration %d: %s", i+1, resp.Status)
+		}
+	}
+	// The bound still holds: the oldest unused registration was pushed out.
+	_, challenge := apptest.PKCE()
+	if resp, err := apptest.NoRedirect.Get(env.AuthURL(oldest, challenge, "s", "", nil)); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("oldest unused client after the flood: %s, want 400 (evicted)", resp.Status)
+		}
+	}
+	// ChatGPT registering now gets a working client.
+	c := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+	env.GrantFor(c, apptest.Approval{})
+	// The client that was already in use survived.
+	if r := env.Token(used, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); r.Status != 200 {
+		t.Fatalf("used client after the flood: %+v", r)
+	}
+}

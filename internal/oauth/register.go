@@ -45,6 +45,14 @@ type registrationResponse struct {
 // persisted and bounded; a client_secret is always returned (some hosts
 // abandon a registration without one), also for auth method "none".
 func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
+	if addr, trusted := s.clientAddr(r); trusted {
+		if ok, wait := s.registrations.take(addr, s.now()); !ok {
+			w.Header().Set("Retry-After", retryAfterSeconds(wait))
+			writeJSON(w, http.StatusTooManyRequests, protocolError{Code: "temporarily_unavailable",
+				Description: "too many registrations from this address; try again later"})
+			return
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBody+1))
 	if err != nil {
 		writeError(w, "invalid_client_metadata", "could not read the request body")

@@ -95,9 +95,14 @@ type Options struct {
 	// ClientIPHeader is the header a trusted proxy sets; empty means
 	// DefaultClientIPHeader.
 	ClientIPHeader string
-	RefKey         []byte           // required: HMAC key for audit references
-	Metrics        *metrics.Metrics // required
-	Logger         *slog.Logger     // nil means discard
+	// RegistrationsPerSource bounds dynamic registrations per trusted
+	// source address per RegistrationWindow; zero means
+	// DefaultRegistrationsPerSource. It applies only to addresses named by
+	// a trusted proxy.
+	RegistrationsPerSource int
+	RefKey                 []byte           // required: HMAC key for audit references
+	Metrics                *metrics.Metrics // required
+	Logger                 *slog.Logger     // nil means discard
 
 	// OnGrantsRevoked runs after grants were revoked (revoke, replay,
 	// revoke-all, password rotation) so executions and processes can be
@@ -112,6 +117,8 @@ type Server struct {
 	manager *manage.Manager
 	log     *slog.Logger
 	now     func() time.Time
+
+	registrations *sourceLimit // per trusted source address
 
 	mu         sync.Mutex
 	pending    map[string]*authRequest // step-1 requests by request ID
@@ -138,6 +145,9 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.RegistrationsPerSource <= 0 {
+		opts.RegistrationsPerSource = DefaultRegistrationsPerSource
+	}
 	if opts.ClientIPHeader == "" {
 		opts.ClientIPHeader = DefaultClientIPHeader
 	}
@@ -158,7 +168,8 @@ func New(opts Options) *Server {
 	// own check is a host-suffix match, so make it accept what we accepted.
 	m.SetValidateURIHandler(func(string, string) error { return nil })
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
-		pending: map[string]*authRequest{}, selections: map[string]*selection{}}
+		pending: map[string]*authRequest{}, selections: map[string]*selection{},
+		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow)}
 }
 
 // Routes lists the public endpoints and their handlers, for httpserver to
