@@ -94,6 +94,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	a.http = httpserver.New(httpserver.Options{
 		PublicAddr: cfg.Listen, ControlAddr: cfg.ControlListen, MetricsAddr: cfg.MetricsListen,
 		AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxRequestBody,
+		Limits: httpserver.Limits{MaxConnections: cfg.Edge.MaxConnections, ReadHeaderTimeout: cfg.Edge.ReadHeaderTimeout,
+			BodyIdleTimeout: cfg.Edge.BodyIdleTimeout, BodyTimeout: cfg.Edge.BodyTimeout, IdleTimeout: cfg.Edge.IdleTimeout},
 		Routes:     a.publicRoutes(),
 		Readiness:  a.readiness(),
 		Admin:      a,

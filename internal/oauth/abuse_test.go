@@ -3,14 +3,17 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/oauth"
@@ -248,5 +251,42 @@ func TestRegistrationFloodDoesNotLockOut(t *testing.T) {
 	// The client that was already in use survived.
 	if r := env.Token(used, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); r.Status != 200 {
 		t.Fatalf("used client after the flood: %+v", r)
+	}
+}
+
+// TestSlowOAuthBodies: unauthenticated POSTs whose bodies stall are
+// answered 408 and closed within the configured idle timeout, while
+// /healthz keeps answering.
+func TestSlowOAuthBodies(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "300ms"}})
+	host := strings.TrimPrefix(env.URL, "http://")
+	var conns []net.Conn
+	for i := range 30 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		path := []string{"/oauth/register", "/oauth/token", "/oauth/authorize"}[i%3]
+		ct := map[string]string{"/oauth/register": "application/json"}[path]
+		if ct == "" {
+			ct = "application/x-www-form-urlencoded"
+		}
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\nx", path, host, ct)
+		conns = append(conns, c)
+	}
+	if _, m := getJSON(t, env.URL+"/healthz"); m["status"] != "ok" {
+		t.Fatalf("healthz: %v", m)
+	}
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		out, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("connection %d still open after %v: %v", i, time.Since(start), err)
+		}
+		if !strings.HasPrefix(string(out), "HTTP/1.1 408") {
+			t.Errorf("connection %d: %q, want 408", i, out)
+		}
 	}
 }

@@ -52,6 +52,9 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxConsentForm)
 		if err := r.ParseForm(); err != nil {
+			if bodyTimedOut(w, err) {
+				return
+			}
 			s.renderError(w, http.StatusBadRequest, "The form could not be read.")
 			return
 		}

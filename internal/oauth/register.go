@@ -54,6 +54,9 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBody+1))
+	if bodyTimedOut(w, err) {
+		return
+	}
 	if err != nil {
 		writeError(w, "invalid_client_metadata", "could not read the request body")
 		return

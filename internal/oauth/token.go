@@ -30,6 +30,9 @@ type tokenResponse struct {
 // Token serves POST /oauth/token for authorization_code and refresh_token.
 func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
 	form, perr := readForm(w, r)
+	if perr == errBodyTimeout {
+		return
+	}
 	if perr != nil {
 		writeError(w, perr.Code, perr.Description)
 		return
@@ -66,6 +69,9 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolErro
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
 	if err := r.ParseForm(); err != nil {
+		if bodyTimedOut(w, err) {
+			return nil, errBodyTimeout
+		}
 		return nil, &protocolError{"invalid_request", "the body could not be parsed"}
 	}
 	for k, v := range r.PostForm {
@@ -330,6 +336,9 @@ func (s *Server) writeTokens(w http.ResponseWriter, ti oauth2.TokenInfo) {
 // other clients' tokens get 200 with no effect.
 func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
 	form, perr := readForm(w, r)
+	if perr == errBodyTimeout {
+		return
+	}
 	if perr != nil {
 		writeError(w, perr.Code, perr.Description)
 		return
