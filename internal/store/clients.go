@@ -99,7 +99,7 @@ func (s *Store) CreateClient(ctx context.Context, c *Client, limits ClientLimits
 		evict := max(int(unused)-limits.MaxUnused+1, int(total)-limits.MaxTotal+1, 0)
 		if evict > 0 {
 			var ids []string
-			if err := tx.Model(&clientRow{}).Where("used_at IS NULL").Order("created_at, id").
+			if err := tx.Model(&clientRow{}).Where("used_at IS NULL").Order("created_at, rowid").
 				Limit(evict).Pluck("id", &ids).Error; err != nil {
 				return fmt.Errorf("find unused clients to evict: %w", err)
 			}
