@@ -7,10 +7,9 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/displayname"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -148,19 +147,5 @@ func (s *Server) validateRegistration(req *registrationRequest) error {
 	return nil
 }
 
-// cleanName bounds a client-supplied display name and strips control
-// characters so it renders safely (the consent page also escapes it).
-func cleanName(name string) string {
-	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(name, ""))
-	name = strings.TrimSpace(name)
-	for len(name) > 200 {
-		_, size := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-size]
-	}
-	return name
-}
+// cleanName is displayname.Clean: the one rule for names clients choose.
+func cleanName(name string) string { return displayname.Clean(name) }

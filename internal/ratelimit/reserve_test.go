@@ -43,7 +43,7 @@ func TestReserve(t *testing.T) {
 		l := New(Options{Free: 2, Base: time.Second, MaxInFlight: 100, Now: clk.Now})
 		var dones []func(bool)
 		for i := range 3 {
-			done, _, ok := l.Reserve("k" + string(rune('a'+i)), "client")
+			done, _, ok := l.Reserve("k"+string(rune('a'+i)), "client")
 			if !ok {
 				t.Fatalf("attempt %d refused", i+1)
 			}
