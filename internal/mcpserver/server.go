@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,8 +65,14 @@ type Options struct {
 	// DefaultBodyBudget); BodyGrantShare bounds one grant's part of it
 	// (zero means half the budget). Both are at least MaxBodyBytes.
 	BodyBudget, BodyGrantShare int64
-	Metrics                    *metrics.Metrics
-	Logger                     *slog.Logger // nil discards
+	// SessionIdleTimeout closes a stateful MCP session idle this long (zero
+	// means DefaultSessionIdleTimeout); SessionsPerGrant caps one grant's
+	// sessions, closing its least recently used first (zero means
+	// DefaultSessionsPerGrant).
+	SessionIdleTimeout time.Duration
+	SessionsPerGrant   int
+	Metrics            *metrics.Metrics
+	Logger             *slog.Logger // nil discards
 
 	// PatchIntents records apply_patch and undo_patch commits durably so
 	// that a crash is finished or undone at the next start; nil keeps them
@@ -87,9 +94,10 @@ type Server struct {
 	review    *review.Reviewer
 	search    *search.Searcher
 	procs     procTable
-	recording sync.WaitGroup // afterExit goroutines
-	bodies    *bodyBudget    // in-flight POST body bytes, as they arrive
-	bodyMax   int64          // one body's maximum (MaxBodyBytes)
+	recording sync.WaitGroup  // afterExit goroutines
+	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
+	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
+	bodyMax   int64           // one body's maximum (MaxBodyBytes)
 	baseEnv   []string
 }
 
@@ -116,6 +124,15 @@ func New(opts Options) *Server {
 		share = max(budget/2, s.bodyMax)
 	}
 	s.bodies = newBodyBudget(budget, max(share, s.bodyMax))
+	idle := opts.SessionIdleTimeout
+	if idle <= 0 {
+		idle = DefaultSessionIdleTimeout
+	}
+	perGrant := opts.SessionsPerGrant
+	if perGrant <= 0 {
+		perGrant = DefaultSessionsPerGrant
+	}
+	s.sessions = newSessionTracker(idle, perGrant)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -145,6 +162,7 @@ func New(opts Options) *Server {
 		MaxRequestBodyBytes:        opts.MaxBodyBytes,
 	}
 	statefulOpts, statelessOpts := common, common
+	statefulOpts.SessionTimeout = idle
 	statelessOpts.Stateless = true
 	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		p, _ := r.Context().Value(principalCtxKey{}).(*oauth.Principal)
@@ -191,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
-	s.stateful.ServeHTTP(w, r)
+	s.serveStateful(w, r, p.GrantID)
 }
 
 // refuseBatch answers JSON-RPC batch arrays with 400 (no protocol
