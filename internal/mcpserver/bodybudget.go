@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sync"
@@ -170,7 +171,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 // limitedOnce reads at most n bytes from r in total, reporting EOF from r
 // as is; unlike io.LimitReader its end is not mistaken for the body's.
 type limitedOnce struct {
-	r interface{ Read([]byte) (int, error) }
+	r io.Reader
 	n int64
 }
 
@@ -190,7 +191,7 @@ var errChunkFull = errors.New("chunk full")
 
 type readCloser struct {
 	*bytes.Reader
-	body interface{ Close() error }
+	body io.Closer
 }
 
 func (rc readCloser) Close() error { return rc.body.Close() }

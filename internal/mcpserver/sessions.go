@@ -130,13 +130,6 @@ func (t *sessionTracker) removeLocked(id string) {
 	}
 }
 
-// Len returns the sessions tracked.
-func (t *sessionTracker) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byID)
-}
-
 // serveStateful runs the stateful handler and keeps the tracker current:
 // a request naming a session touches it (DELETE forgets it), a request that
 // created one registers it under the grant, closing the grant's least
