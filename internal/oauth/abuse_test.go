@@ -2,12 +2,14 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -289,4 +291,45 @@ func TestSlowOAuthBodies(t *testing.T) {
 			t.Errorf("connection %d: %q, want 408", i, out)
 		}
 	}
+}
+
+// TestMetadataClientAfterRegistrationFlood: after a registration flood a
+// new client ID metadata document client can still authorize, and the
+// name from its document is shown cleaned.
+func TestMetadataClientAfterRegistrationFlood(t *testing.T) {
+	var clientID string
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": clientID, "client_name": "Meta\u202edata\u200b Client",
+			"redirect_uris": []string{"http://127.0.0.1:9/cimd-cb"}, "token_endpoint_auth_method": "none"})
+	}))
+	defer doc.Close()
+	clientID = doc.URL + "/client.json"
+	env := apptest.Start(t, apptest.Options{AllowLoopbackMetadata: true, MetadataHTTPClient: doc.Client()})
+	for i := range 100 {
+		body := `{"client_name":"flood","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		resp, err := http.Post(env.URL+"/oauth/register", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("registration %d: %s", i+1, resp.Status)
+		}
+	}
+	c := apptest.Client{ID: clientID, RedirectURI: "http://127.0.0.1:9/cimd-cb", AuthMethod: "none"}
+	_, challenge := apptest.PKCE()
+	resp, err := apptest.NoRedirect.Get(env.AuthURL(c, challenge, "s", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metadata client after the flood: %s %s", resp.Status, page)
+	}
+	if !strings.Contains(string(page), "Metadata Client") || strings.ContainsAny(string(page), "\u202e\u200b") {
+		t.Errorf("metadata client name not shown cleaned")
+	}
+	env.GrantFor(c, apptest.Approval{})
 }
