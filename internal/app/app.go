@@ -98,6 +98,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	a.http = httpserver.New(httpserver.Options{
 		PublicAddr: cfg.Listen, ControlAddr: cfg.ControlListen, MetricsAddr: cfg.MetricsListen,
 		AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxRequestBody,
+		Limits: httpserver.Limits{MaxConnections: cfg.Edge.MaxConnections, ReadHeaderTimeout: cfg.Edge.ReadHeaderTimeout,
+			BodyIdleTimeout: cfg.Edge.BodyIdleTimeout, BodyTimeout: cfg.Edge.BodyTimeout, IdleTimeout: cfg.Edge.IdleTimeout},
 		Routes:     a.publicRoutes(),
 		Readiness:  a.readiness(),
 		Admin:      a,
@@ -156,10 +158,12 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
 		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
 		Store: st, Password: auth, Projects: catalog,
-		Limiter:  ratelimit.New(ratelimit.Options{Now: opts.Now}),
-		Metadata: fetcher,
-		RefKey:   auth.Derive(purposeAuditRef),
-		Metrics:  m, Logger: log, Now: opts.Now,
+		Limiter:        ratelimit.New(ratelimit.Options{MaxInFlight: cfg.Edge.PasswordConcurrency, Now: opts.Now}),
+		TrustedProxies: cfg.Edge.TrustedProxies, ClientIPHeader: cfg.Edge.ClientIPHeader,
+		RegistrationsPerSource: cfg.Edge.RegistrationsPerSource,
+		Metadata:               fetcher,
+		RefKey:                 auth.Derive(purposeAuditRef),
+		Metrics:                m, Logger: log, Now: opts.Now,
 		OnGrantsRevoked: a.grantsRevoked,
 	})
 	ops := operation.New(st, operation.Options{Now: opts.Now})
@@ -233,7 +237,8 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		Processes: a.procs, Outputs: a.outputs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
-		MaxBodyBytes: cfg.MaxRequestBody, Metrics: m, Logger: log, PatchIntents: intents})
+		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
+		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, PatchIntents: intents})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

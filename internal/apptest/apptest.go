@@ -71,6 +71,9 @@ type Options struct {
 	// SandboxProbe replaces the kernel's Landlock probe (app.Options);
 	// nil asks the kernel. SetSandboxProbe changes it for a Restart.
 	SandboxProbe func() sandbox.Status
+	// DiscardLogs drops the instance's logs instead of keeping them in
+	// Env.Logs, for tests that measure memory.
+	DiscardLogs bool
 }
 
 // Env is a running instance.
@@ -184,7 +187,11 @@ func (e *Env) start() {
 		t.Fatal(err)
 	}
 	e.Config = cfg
-	log := slog.New(slog.NewJSONHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var sink io.Writer = e.Logs
+	if e.opts.DiscardLogs {
+		sink = io.Discard
+	}
+	log := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.New(context.Background(), cfg, log, app.Options{Now: e.Clock.Now,
 		AllowLoopbackMetadata: e.opts.AllowLoopbackMetadata, MetadataHTTPClient: e.opts.MetadataHTTPClient,
 		SandboxProbe: e.opts.SandboxProbe})

@@ -9,13 +9,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/devspace-dev/devspace/internal/displayname"
 )
 
 const (
-	// maxClientNameLen bounds the display name after cleaning.
-	maxClientNameLen = 200
 	// maxURILen bounds every URI taken from a document.
 	maxURILen = 2048
 )
@@ -219,26 +217,8 @@ func checkRedirectURI(u string) string {
 	return ""
 }
 
-// cleanName removes control and invisible format characters (including
-// bidi overrides that could disguise the name on the consent page), trims
-// spaces and cuts the result to maxClientNameLen bytes on a rune boundary.
-func cleanName(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > maxClientNameLen {
-		i := maxClientNameLen
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = strings.TrimSpace(s[:i])
-	}
-	return s
-}
+// cleanName is displayname.Clean: the one rule for names clients choose.
+func cleanName(s string) string { return displayname.Clean(s) }
 
 // cosmeticURL returns u when it is an absolute https URL, else "".
 func cosmeticURL(u string) string {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/displayname"
 )
 
 const docID = "https://app.example.com/oauth/client.json"
@@ -127,8 +129,8 @@ func TestCleanName(t *testing.T) {
 		{"ChatGPT", "ChatGPT"},
 		{"  padded\t", "padded"},
 		{"a\u0007b\u200bc\u202ed", "abcd"},
-		{strings.Repeat("x", 250), strings.Repeat("x", 200)},
-		{strings.Repeat("x", 199) + "é", strings.Repeat("x", 199)}, // no split rune
+		{strings.Repeat("x", 250), strings.Repeat("x", displayname.MaxRunes)},
+		{strings.Repeat("é", 250), strings.Repeat("é", displayname.MaxRunes)}, // runes, not bytes
 	}
 	for _, tt := range tests {
 		if got := cleanName(tt.in); got != tt.want {

@@ -197,6 +197,8 @@ type Config struct {
 	// MaxRequestBody is the request-body limit in bytes
 	// (DEVSPACE_MAX_REQUEST_BODY). Default: 32 MiB; allowed 1 MiB to 256 MiB.
 	MaxRequestBody int64
+	// Edge holds the public-edge limits (edge.go).
+	Edge Edge
 }
 
 // Error is one invalid setting. Load and Validate return these joined with
@@ -312,6 +314,7 @@ func defaults(lookupEnv func(string) (string, bool)) *Config {
 		LogFormat:                 DefaultLogFormat,
 		Widgets:                   DefaultWidgets,
 		MaxRequestBody:            DefaultMaxRequestBody,
+		Edge:                      defaultEdge(),
 	}
 	if x, _ := lookupEnv("XDG_DATA_HOME"); filepath.IsAbs(x) {
 		c.StateDir = filepath.Join(x, "devspace")

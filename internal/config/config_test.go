@@ -98,6 +98,7 @@ func defaultConfig() *Config {
 		LogFormat:                 "text",
 		Widgets:                   "full",
 		MaxRequestBody:            33554432,
+		Edge:                      defaultEdge(),
 	}
 }
 
@@ -203,6 +204,7 @@ func TestLoadEnv(t *testing.T) {
 		SkillPaths:                []string{skills},
 		Widgets:                   "changes",
 		MaxRequestBody:            64 << 20,
+		Edge:                      defaultEdge(),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -1066,7 +1068,8 @@ func TestUsageDocumentsEverySetting(t *testing.T) {
 	Usage(&buf)
 	out := buf.String()
 	ss := settings()
-	if got, want := len(ss), reflect.TypeFor[Config]().NumField(); got != want {
+	// Edge is one field holding the edge settings.
+	if got, want := len(ss), reflect.TypeFor[Config]().NumField()-1+reflect.TypeFor[Edge]().NumField(); got != want {
 		t.Errorf("settings() has %d entries for %d Config fields", got, want)
 	}
 	seen := map[string]bool{}

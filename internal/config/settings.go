@@ -57,7 +57,7 @@ type setting struct {
 // settings returns the table of every setting, in Usage order. It is built
 // per call so there is no package-level mutable state.
 func settings() []setting {
-	return []setting{
+	return append([]setting{
 		{
 			flag: "state-dir", env: envStateDir, arg: "DIR",
 			def:   "$XDG_DATA_HOME/devspace, else $HOME/.local/share/devspace",
@@ -302,7 +302,7 @@ func settings() []setting {
 				return nil
 			},
 		},
-	}
+	}, edgeSettings()...)
 }
 
 // Usage writes the help text for the configuration flags: every flag with

@@ -56,6 +56,7 @@ func (c *Config) validate() []error {
 		add(errorf(envMaxRequestBody, "%d bytes is out of range; use 1MiB (%d) to 256MiB (%d)",
 			c.MaxRequestBody, MinMaxRequestBody, MaxMaxRequestBody))
 	}
+	add(c.validateEdge()...)
 	return errs
 }
 

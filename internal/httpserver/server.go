@@ -54,12 +54,15 @@ type Options struct {
 	PublicAddr, ControlAddr, MetricsAddr string
 	AllowedHosts                         []string
 	MaxBodyBytes                         int64
-	Routes                               []Route // public routes (OAuth, /mcp, …)
-	Readiness                            []ReadinessCheck
-	Admin                                Admin
-	ControlKey                           []byte // bearer key for the control API
-	Metrics                              *metrics.Metrics
-	Logger                               *slog.Logger
+	// Limits bound slow and numerous clients; the zero value means the
+	// defaults (see Limits).
+	Limits     Limits
+	Routes     []Route // public routes (OAuth, /mcp, …)
+	Readiness  []ReadinessCheck
+	Admin      Admin
+	ControlKey []byte // bearer key for the control API
+	Metrics    *metrics.Metrics
+	Logger     *slog.Logger
 }
 
 // Server owns the three listeners.
@@ -68,6 +71,7 @@ type Server struct {
 	log     *slog.Logger
 	servers []*http.Server
 	addrs   []net.Addr
+	conns   *connLimiter // the public listener's, after Start
 
 	// baseCtx is every request's parent context; cancelling it ends
 	// long-lived requests (MCP event streams) at shutdown.
@@ -91,6 +95,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{opts: opts, log: log.With("component", "http")}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.servers = []*http.Server{
@@ -102,11 +107,15 @@ func New(opts Options) *Server {
 }
 
 func (s *Server) httpServer(addr string, h http.Handler) *http.Server {
+	lim := s.opts.Limits
 	return &http.Server{
-		Addr:              addr,
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Addr: addr,
+		// Bodies are timed out by bodyDeadline (a stall or the whole body)
+		// rather than ReadTimeout, which would also cut off long responses'
+		// keep-alive reads; headers by ReadHeaderTimeout.
+		Handler:           bodyDeadline(h, lim.BodyIdleTimeout, lim.BodyTimeout),
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
@@ -257,6 +266,12 @@ func (s *Server) Start() error {
 		}
 		lns = append(lns, ln)
 	}
+	// The public listener is bounded; the others are loopback or
+	// cluster-internal.
+	s.conns = newConnLimiter(lns[0], s.opts.Limits.MaxConnections)
+	lns[0] = s.conns
+	s.servers[0].ConnState = s.conns.connState
+	s.servers[0].ConnContext = s.conns.connContext
 	for i, srv := range s.servers {
 		s.addrs = append(s.addrs, lns[i].Addr())
 		go func(srv *http.Server, ln net.Listener) {

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -13,36 +14,80 @@ import (
 	"github.com/devspace-dev/devspace/internal/mcpserver"
 )
 
-// TestBodyBudget: the bytes of request bodies handled at once are
-// bounded. With 1 MiB bodies the budget is 64 MiB: 64 clients that
-// declare 1 MiB and trickle it hold it all, the next large request gets
-// 503 with Retry-After instead of more memory, and once they are gone
-// requests are served again.
-func TestBodyBudget(t *testing.T) {
-	t.Cleanup(mcpserver.SetBodyWait(300 * time.Millisecond))
-	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MAX_REQUEST_BODY": "1MiB"}})
-	_, tok := env.Grant(apptest.Approval{})
-	auth := map[string]string{"Authorization": "Bearer " + tok.AccessToken}
+// holdBody opens a POST /mcp that declares declared bytes, sends sent of
+// them and stalls.
+func holdBody(t *testing.T, env *apptest.Env, token string, chunked bool, declared, sent int) net.Conn {
+	t.Helper()
 	addr := strings.TrimPrefix(env.URL, "http://")
-	var held []net.Conn
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for range 64 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, c)
-		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
-			"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n{\"jsonrpc\"", addr, tok.AccessToken, 1<<20)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Wait until the server holds them all: then a large request is refused.
+	t.Cleanup(func() { c.Close() })
+	length := fmt.Sprintf("Content-Length: %d", declared)
+	if chunked {
+		length = "Transfer-Encoding: chunked"
+	}
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\n%s\r\n\r\n", addr, token, length)
+	body := "{" + strings.Repeat(" ", sent-1)
+	if chunked {
+		fmt.Fprintf(c, "%x\r\n%s\r\n", len(body), body)
+	} else {
+		io.WriteString(c, body)
+	}
+	return c
+}
+
+// TestChunkedTrickleDoesNotBlockOtherGrants (issue 17, attack 2): a
+// read-only grant opens four chunked POSTs and sends one byte each. The
+// budget counts what arrives, not the declared cap, so another grant's
+// tools/list is answered at once; the stalled bodies are dropped with 408.
+func TestChunkedTrickleDoesNotBlockOtherGrants(t *testing.T) {
+	t.Cleanup(mcpserver.SetBodyWait(300 * time.Millisecond))
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "2s"}})
+	_, attacker := env.Grant(apptest.Approval{})
+	_, victim := env.Grant(apptest.Approval{})
+	var held []net.Conn
+	for range 4 {
+		held = append(held, holdBody(t, env, attacker.AccessToken, true, 0, 1))
+	}
+	time.Sleep(200 * time.Millisecond) // the server is reading them
+	auth := map[string]string{"Authorization": "Bearer " + victim.AccessToken}
+	for range 5 {
+		resp, body := post(t, env.URL+"/mcp", auth, strings.NewReader(initBody))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("other grant's initialize during the trickle: %d %s", resp.StatusCode, body)
+		}
+	}
+	for i, c := range held {
+		_ = c.SetReadDeadline(time.Now().Add(6 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.Contains(line, "408") {
+			t.Errorf("trickled body %d: %q %v, want 408", i, line, err)
+		}
+	}
+}
+
+// TestBodyBudgetGrantShare: bodies that really arrive are budgeted; one
+// grant can hold at most its share, so a grant that stalls large bodies
+// gets 503 with Retry-After for the next one while another grant's large
+// request is served.
+func TestBodyBudgetGrantShare(t *testing.T) {
+	t.Cleanup(mcpserver.SetBodyWait(300 * time.Millisecond))
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{
+		"DEVSPACE_MAX_REQUEST_BODY": "1MiB", "DEVSPACE_MCP_BODY_BUDGET": "4MiB", "DEVSPACE_MCP_BODY_GRANT_SHARE": "2MiB",
+		"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "20s"}})
+	_, hog := env.Grant(apptest.Approval{})
+	_, other := env.Grant(apptest.Approval{})
+	for range 2 {
+		holdBody(t, env, hog.AccessToken, false, 1<<20, 1000<<10)
+	}
+	large := initBody + strings.Repeat(" ", 900<<10)
+	hogAuth := map[string]string{"Authorization": "Bearer " + hog.AccessToken}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, _ := post(t, env.URL+"/mcp", auth, strings.NewReader(initBody+strings.Repeat(" ", 900<<10)))
+		resp, _ := post(t, env.URL+"/mcp", hogAuth, strings.NewReader(large))
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			if resp.Header.Get("Retry-After") == "" {
 				t.Fatal("503 without Retry-After")
@@ -50,34 +95,12 @@ func TestBodyBudget(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a large request beyond the body budget got %d", resp.StatusCode)
+			t.Fatalf("a large request beyond the grant's share got %d", resp.StatusCode)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, c := range held {
-		c.Close()
-	}
-	held = nil
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		resp, _ := post(t, env.URL+"/mcp", auth, strings.NewReader(initBody))
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("budget not returned: %d", resp.StatusCode)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// The held connections got no answer but an error or nothing: check
-	// one more closes cleanly (the server did not wedge).
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
-	if line, _ := bufio.NewReader(c).ReadString('\n'); !strings.Contains(line, "200") {
-		t.Fatalf("healthz after: %q", line)
+	resp, body := post(t, env.URL+"/mcp", map[string]string{"Authorization": "Bearer " + other.AccessToken}, strings.NewReader(large))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("other grant's large request: %d %s", resp.StatusCode, body)
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
@@ -62,8 +61,18 @@ type Options struct {
 	IdentityKey    []byte               // HMAC key for session/Actor references
 	AllowedOrigins []string             // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
-	Metrics        *metrics.Metrics
-	Logger         *slog.Logger // nil discards
+	// BodyBudget bounds the /mcp body bytes held at once (zero means
+	// DefaultBodyBudget); BodyGrantShare bounds one grant's part of it
+	// (zero means half the budget). Both are at least MaxBodyBytes.
+	BodyBudget, BodyGrantShare int64
+	// SessionIdleTimeout closes a stateful MCP session idle this long (zero
+	// means DefaultSessionIdleTimeout); SessionsPerGrant caps one grant's
+	// sessions, closing its least recently used first (zero means
+	// DefaultSessionsPerGrant).
+	SessionIdleTimeout time.Duration
+	SessionsPerGrant   int
+	Metrics            *metrics.Metrics
+	Logger             *slog.Logger // nil discards
 
 	// PatchIntents records apply_patch and undo_patch commits durably so
 	// that a crash is finished or undone at the next start; nil keeps them
@@ -85,9 +94,10 @@ type Server struct {
 	review    *review.Reviewer
 	search    *search.Searcher
 	procs     procTable
-	recording sync.WaitGroup      // afterExit goroutines
-	bodies    *semaphore.Weighted // in-flight POST body bytes
-	bodyMax   int64               // one body's maximum (MaxBodyBytes)
+	recording sync.WaitGroup  // afterExit goroutines
+	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
+	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
+	bodyMax   int64           // one body's maximum (MaxBodyBytes)
 	baseEnv   []string
 }
 
@@ -104,7 +114,25 @@ func New(opts Options) *Server {
 	if s.bodyMax <= 0 {
 		s.bodyMax = 32 << 20
 	}
-	s.bodies = semaphore.NewWeighted(max(bodyBudgetFactor*s.bodyMax, minBodyBudget))
+	budget := opts.BodyBudget
+	if budget <= 0 {
+		budget = DefaultBodyBudget
+	}
+	budget = max(budget, s.bodyMax)
+	share := opts.BodyGrantShare
+	if share <= 0 {
+		share = max(budget/2, s.bodyMax)
+	}
+	s.bodies = newBodyBudget(budget, max(share, s.bodyMax))
+	idle := opts.SessionIdleTimeout
+	if idle <= 0 {
+		idle = DefaultSessionIdleTimeout
+	}
+	perGrant := opts.SessionsPerGrant
+	if perGrant <= 0 {
+		perGrant = DefaultSessionsPerGrant
+	}
+	s.sessions = newSessionTracker(idle, perGrant)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "devspace", Title: "DevSpace", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{
 			Instructions: "DevSpace gives access to the owner's approved Projects. Call list_projects, then project_control open. " +
@@ -134,6 +162,7 @@ func New(opts Options) *Server {
 		MaxRequestBodyBytes:        opts.MaxBodyBytes,
 	}
 	statefulOpts, statelessOpts := common, common
+	statefulOpts.SessionTimeout = idle
 	statelessOpts.Stateless = true
 	verify := func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		p, _ := r.Context().Value(principalCtxKey{}).(*oauth.Principal)
@@ -167,11 +196,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalCtxKey{}, p))
 	if r.Method == http.MethodPost {
-		release, ok := s.reserveBody(w, r)
-		if !ok {
+		body := s.readBody(w, r, p.GrantID)
+		if body == nil {
 			return
 		}
-		defer release()
+		defer body.close()
 		if !s.refuseBatch(w, r) {
 			return
 		}
@@ -180,45 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.stateless.ServeHTTP(w, r)
 		return
 	}
-	s.stateful.ServeHTTP(w, r)
-}
-
-// Bounds of the in-flight body budget: a request body costs a few times
-// its size in memory until the SDK is done with it, so the bytes of POST
-// bodies being handled at once are bounded (bodyBudgetFactor request
-// bodies of the maximum size, at least minBodyBudget); a request that
-// does not fit within bodyWait gets 503 with Retry-After.
-const (
-	bodyBudgetFactor = 4
-	minBodyBudget    = 64 << 20
-)
-
-// bodyWait is how long a request waits for body budget (well under the
-// host's ~12 s first-byte limit). Tests shorten it.
-var bodyWait = 5 * time.Second
-
-// reserveBody takes the request's declared length (the maximum when it is
-// unknown) from the in-flight body budget. It reports false after
-// answering 503.
-func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	n := r.ContentLength
-	if n < 0 || n > s.bodyMax {
-		n = s.bodyMax
-	}
-	if n == 0 {
-		return func() {}, true
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
-	defer cancel()
-	if err := s.bodies.Acquire(ctx, n); err != nil {
-		if r.Context().Err() == nil {
-			s.log.Warn("request bodies over budget; answering 503", "bytes", n)
-			w.Header().Set("Retry-After", "2")
-			http.Error(w, "server busy with other large requests; retry shortly", http.StatusServiceUnavailable)
-		}
-		return nil, false
-	}
-	return func() { s.bodies.Release(n) }, true
+	s.serveStateful(w, r, p.GrantID)
 }
 
 // refuseBatch answers JSON-RPC batch arrays with 400 (no protocol

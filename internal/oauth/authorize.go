@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -51,6 +52,9 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxConsentForm)
 		if err := r.ParseForm(); err != nil {
+			if bodyTimedOut(w, err) {
+				return
+			}
 			s.renderError(w, http.StatusBadRequest, "The form could not be read.")
 			return
 		}
@@ -212,26 +216,29 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, http.StatusBadRequest, "This sign-in request expired. Start again from your client.")
 		return
 	}
-	keys := []string{"client:" + req.clientID, "addr:" + sourceAddr(r)}
-	if ok, wait := s.opts.Limiter.Allow(keys...); !ok {
+	// The attempt is reserved (and counted) before Argon2 runs: one
+	// verification in flight per authorization request, per client and per
+	// source, a global bound on verifications, back-off from attempts.
+	keys := []string{"req:" + id, "client:" + req.clientID, "addr:" + s.sourceAddr(r)}
+	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
+	if !allowed {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		s.renderPassword(w, http.StatusTooManyRequests, id, req,
-			"Too many wrong passwords. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
+			"Too many password attempts. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
 		return
 	}
 	ok, err := s.opts.Password.VerifyPassword(r.Context(), []byte(r.PostForm.Get("password")))
+	done(err == nil && ok)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
 		s.renderError(w, http.StatusServiceUnavailable, "The password could not be checked. Try again.")
 		return
 	}
 	if !ok {
-		s.opts.Limiter.Failure(keys...)
 		s.audit(r.Context(), "owner_password_failed", "", req.clientID, nil)
 		s.renderPassword(w, http.StatusUnauthorized, id, req, "Wrong password.")
 		return
 	}
-	s.opts.Limiter.Success(keys...)
 	s.mu.Lock()
 	delete(s.pending, id)
 	token := s.newSelectionLocked(req)
@@ -354,12 +361,42 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	return o == "" || o == s.opts.Issuer
 }
 
-func sourceAddr(r *http.Request) string {
+// sourceAddr is the request's source address: the trusted proxy's client
+// address header when the connection comes from a trusted proxy (see
+// Options.TrustedProxies), otherwise the peer address.
+func (s *Server) sourceAddr(r *http.Request) string {
+	addr, _ := s.clientAddr(r)
+	return addr
+}
+
+// clientAddr returns the source address and whether it identifies the
+// client (trusted is false when the peer is a proxy we do not trust, or
+// when no proxy is configured: then every tunnelled request shares the
+// tunnel's address).
+func (s *Server) clientAddr(r *http.Request) (addr string, trusted bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	peer, err := netip.ParseAddr(host)
+	if err != nil || len(s.opts.TrustedProxies) == 0 {
+		return host, false
+	}
+	peer = peer.Unmap()
+	for _, p := range s.opts.TrustedProxies {
+		if p.Contains(peer) {
+			v := r.Header.Values(s.opts.ClientIPHeader)
+			if len(v) != 1 {
+				return host, false
+			}
+			ip, err := netip.ParseAddr(strings.TrimSpace(v[0]))
+			if err != nil {
+				return host, false
+			}
+			return ip.Unmap().String(), true
+		}
+	}
+	return host, false
 }
 
 func retryAfterSeconds(d time.Duration) string {

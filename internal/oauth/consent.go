@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"github.com/devspace-dev/devspace/internal/displayname"
 )
 
 // The consent page is server-rendered and works without JavaScript. Its
@@ -22,6 +24,7 @@ main{max-width:30rem;margin:3rem auto;background:#fff;border-radius:12px;padding
 h1{font-size:1.3rem;margin:0 0 1rem}
 .who{background:#eef2fb;border-radius:8px;padding:.75rem 1rem;margin-bottom:1rem}
 .who b{word-break:break-all}
+.who .host{font-size:1.15rem;margin-bottom:.3rem}
 .err{background:#fdecea;color:#8a1c12;border-radius:8px;padding:.6rem .9rem;margin-bottom:1rem}
 label{display:block;margin:.35rem 0}
 fieldset{border:1px solid #d8dce5;border-radius:8px;margin:0 0 1rem;padding:.5rem 1rem}
@@ -35,8 +38,8 @@ small{color:#5b6475}
 <h1>{{.Title}}</h1>
 {{if .Error}}<p class="err" role="alert">{{.Error}}</p>{{end}}
 {{if .Client}}<div class="who">
-<div>Application: <b>{{if .Client}}{{.Client}}{{else}}(unnamed){{end}}</b></div>
-<div>Returns to: <b>{{.RedirectHost}}</b></div>
+<div class="host">Returns to <b>{{.RedirectHost}}</b></div>
+<div>Name given by the application (unverified): <bdi>{{.Client}}</bdi></div>
 <div>Requests: {{range $i, $s := .Requested}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</div>
 </div>{{end}}
 {{if eq .Step 1}}
@@ -115,9 +118,11 @@ func (s *Server) renderError(w http.ResponseWriter, status int, msg string) {
 	s.writePage(w, status, "", consentPage{Title: "Authorization failed", Error: msg})
 }
 
+// clientLabel is the name the client gave, cleaned again here because rows
+// stored by older versions were cleaned by a weaker rule.
 func clientLabel(req *authRequest) string {
-	if req.clientName != "" {
-		return req.clientName
+	if n := displayname.Clean(req.clientName); n != "" {
+		return n
 	}
 	return "Unnamed application"
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 
@@ -111,5 +113,44 @@ func TestConsentPageInChromium(t *testing.T) {
 	p, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken)
 	if err != nil || len(p.ProjectIDs) != 1 || p.ProjectIDs[0] != betaRef {
 		t.Fatalf("principal %+v %v", p, err)
+	}
+}
+
+// TestConsentPageBidiNameInChromium (issue 17, attack 6): a client_name
+// with bidi overrides, isolates and zero-width characters is shown
+// without them, bounded, labelled as unverified and next to the redirect
+// host, in real Chromium.
+func TestConsentPageBidiNameInChromium(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	spoof := "ChatGPT\u202e\u200b\u2066moc.elgoog\u2069\u200d\ufeff\u061c\u2028 Official" + strings.Repeat("x", 500)
+	c := env.Register(spoof, "http://127.0.0.1:9/callback", "none")
+	_, challenge := apptest.PKCE()
+	b := browsertest.New(t)
+	if err := chromedp.Do(b.Ctx(),
+		chromedp.Navigate(env.AuthURL(c, challenge, "s", "", nil)),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="password"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(b.Ctx(), chromedp.Text(chromedp.CSS(".who")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range text {
+		if unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			t.Errorf("consent page shows invisible or bidi character %U in %q", r, text)
+		}
+	}
+	if !strings.Contains(text, "ChatGPTmoc.elgoog Official") {
+		t.Errorf("name not shown cleaned: %q", text)
+	}
+	if strings.Count(text, "x") > 100 {
+		t.Errorf("name not bounded: %d runes shown", utf8.RuneCountInString(text))
+	}
+	if !strings.Contains(strings.ToLower(text), "unverified") {
+		t.Errorf("name not labelled as unverified: %q", text)
+	}
+	if !strings.Contains(text, "127.0.0.1:9") {
+		t.Errorf("redirect host not shown: %q", text)
 	}
 }

@@ -2,15 +2,20 @@ package oauth_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/displayname"
 )
 
 // The OAuth fuzz targets drive the real public handler of an in-process
@@ -25,24 +30,58 @@ type fuzzEnv struct {
 	h      http.Handler
 	host   string
 	client apptest.Client
+	// victim holds a grant whose consumed code ({victim_code}) and client
+	// ({victim_id}, public) the fuzzer may present; nothing it sends
+	// without the verifier may end that grant.
+	victim       apptest.Client
+	victimTokens apptest.TokenResponse
+	victimCode   string
 }
 
 func newFuzzEnv(f *testing.F) *fuzzEnv {
-	env := apptest.Start(f, apptest.Options{Projects: []string{"alpha"}, Env: map[string]string{"DEVSPACE_LOG_LEVEL": "error"}})
+	// The loopback peer is a trusted proxy, so per-source limits apply to
+	// the address in Cf-Connecting-Ip (see do).
+	env := apptest.Start(f, apptest.Options{Projects: []string{"alpha"}, Env: map[string]string{"DEVSPACE_LOG_LEVEL": "error",
+		"DEVSPACE_TRUSTED_PROXIES": "127.0.0.1"}})
 	c := env.Register("Fuzz Client", "http://127.0.0.1:9/callback", "client_secret_basic")
+	victim := env.Register("Victim", "http://127.0.0.1:9/victim", "none")
+	verifier, challenge := apptest.PKCE()
+	res := env.Authorize(env.AuthURL(victim, challenge, "s", "", nil), apptest.Approval{})
+	if res.Location == nil {
+		f.Fatalf("victim consent: %d", res.Status)
+	}
+	code := res.Location.Query().Get("code")
+	tok := env.Token(victim, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"redirect_uri": {victim.RedirectURI}, "code_verifier": {verifier}})
+	if tok.Status != http.StatusOK {
+		f.Fatalf("victim exchange: %+v", tok)
+	}
 	u, _ := url.Parse(env.URL)
-	return &fuzzEnv{env: env, h: env.App.PublicHandler(), host: u.Host, client: c}
+	return &fuzzEnv{env: env, h: env.App.PublicHandler(), host: u.Host, client: c,
+		victim: victim, victimTokens: tok, victimCode: code}
 }
 
 func (e *fuzzEnv) expand(b []byte) []byte {
 	r := strings.NewReplacer("{client_id}", url.QueryEscape(e.client.ID), "{client_secret}", url.QueryEscape(e.client.Secret),
-		"{redirect_uri}", url.QueryEscape(e.client.RedirectURI))
+		"{redirect_uri}", url.QueryEscape(e.client.RedirectURI), "{victim_id}", url.QueryEscape(e.victim.ID),
+		"{victim_code}", url.QueryEscape(e.victimCode), "{victim_redirect_uri}", url.QueryEscape(e.victim.RedirectURI))
 	return []byte(r.Replace(string(b)))
+}
+
+// victimAlive fails t when the victim's grant was ended.
+func (e *fuzzEnv) victimAlive(t *testing.T, input []byte) {
+	t.Helper()
+	if _, err := e.env.App.OAuth().Verify(context.Background(), e.victimTokens.AccessToken); err != nil {
+		t.Fatalf("input %q ended another client's grant: %v", input, err)
+	}
 }
 
 func (e *fuzzEnv) do(req *http.Request) *httptest.ResponseRecorder {
 	req.Host = e.host
 	req.RemoteAddr = "127.0.0.1:40000"
+	if req.Header.Get("Cf-Connecting-Ip") == "" {
+		req.Header.Set("Cf-Connecting-Ip", "203.0.113.7")
+	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
 	return w
@@ -86,6 +125,8 @@ func FuzzRegister(f *testing.F) {
 		`{"redirect_uris":["https://chatgpt.com/cb"],"scope":"project:read admin"}`,
 		`{"redirect_uris":["https://[::1]/cb"],"client_name":"\u0000\ud800"}`,
 		`{"redirect_uris":["https://chatgpt.com/cb"]} trailing`,
+		`{"redirect_uris":["https://chatgpt.com/cb"],"client_name":"ChatGPT\u202e\u200b\u2066moc.liam\u2069\ufeff"}`,
+		`{"redirect_uris":["https://chatgpt.com/cb"],"client_name":"` + strings.Repeat("\u0301", 300) + `"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -94,16 +135,27 @@ func FuzzRegister(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/oauth/register", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		// A few sources, so the per-source limit is reached and tested.
+		req.Header.Set("Cf-Connecting-Ip", "198.51.100."+strconv.Itoa(len(body)%8))
 		w := e.do(req)
 		switch w.Code {
 		case http.StatusCreated:
 			var out struct {
 				ClientID     string   `json:"client_id"`
 				ClientSecret string   `json:"client_secret"`
+				ClientName   string   `json:"client_name"`
 				RedirectURIs []string `json:"redirect_uris"`
 			}
 			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.ClientID == "" || out.ClientSecret == "" || len(out.RedirectURIs) == 0 {
 				t.Fatalf("201 with body %q (%v)", w.Body.Bytes(), err)
+			}
+			if displayname.Clean(out.ClientName) != out.ClientName || utf8.RuneCountInString(out.ClientName) > displayname.MaxRunes {
+				t.Fatalf("registered an uncleaned client_name %q from %q", out.ClientName, body)
+			}
+			for _, r := range out.ClientName {
+				if unicode.Is(unicode.Cf, r) || unicode.IsControl(r) {
+					t.Fatalf("registered client_name %q keeps %U", out.ClientName, r)
+				}
 			}
 			for _, raw := range out.RedirectURIs {
 				u, err := url.Parse(raw)
@@ -114,8 +166,13 @@ func FuzzRegister(f *testing.F) {
 			}
 		case http.StatusBadRequest:
 			oauthError(t, w, "invalid_client_metadata", "invalid_redirect_uri")
-		case http.StatusServiceUnavailable:
-			oauthError(t, w, "temporarily_unavailable") // the bound on unused clients
+		case http.StatusTooManyRequests:
+			// The per-source limit (only behind a trusted proxy); the bound
+			// on unused clients never refuses, it evicts.
+			oauthError(t, w, "temporarily_unavailable")
+			if w.Header().Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
 		case http.StatusRequestEntityTooLarge:
 		default:
 			t.Fatalf("POST /oauth/register %q: status %d %s", body, w.Code, w.Body.Bytes())
@@ -144,6 +201,11 @@ func FuzzToken(f *testing.F) {
 		{"%zz=1&grant_type=refresh_token", 1},
 		{"", 2},
 		{strings.Repeat("a=b&", 5000), 1},
+		// Another client's consumed code: refused, the grant survives.
+		{"grant_type=authorization_code&code={victim_code}&redirect_uri={victim_redirect_uri}&code_verifier=" + strings.Repeat("v", 43), 1},
+		// Its own public client, without the verifier: refused, survives.
+		{"grant_type=authorization_code&client_id={victim_id}&code={victim_code}&redirect_uri={victim_redirect_uri}&code_verifier=" + strings.Repeat("w", 50), 0},
+		{"grant_type=authorization_code&client_id={victim_id}&code={victim_code}&code_verifier=short", 0},
 	} {
 		f.Add([]byte(s.body), s.auth)
 	}
@@ -166,6 +228,7 @@ func FuzzToken(f *testing.F) {
 		default:
 			t.Fatalf("POST /oauth/token %q (auth %d): status %d %s", body, auth, w.Code, w.Body.Bytes())
 		}
+		e.victimAlive(t, body)
 	})
 }
 

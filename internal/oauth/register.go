@@ -7,10 +7,9 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/displayname"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -45,7 +44,18 @@ type registrationResponse struct {
 // persisted and bounded; a client_secret is always returned (some hosts
 // abandon a registration without one), also for auth method "none".
 func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
+	if addr, trusted := s.clientAddr(r); trusted {
+		if ok, wait := s.registrations.take(addr, s.now()); !ok {
+			w.Header().Set("Retry-After", retryAfterSeconds(wait))
+			writeJSON(w, http.StatusTooManyRequests, protocolError{Code: "temporarily_unavailable",
+				Description: "too many registrations from this address; try again later"})
+			return
+		}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBody+1))
+	if bodyTimedOut(w, err) {
+		return
+	}
 	if err != nil {
 		writeError(w, "invalid_client_metadata", "could not read the request body")
 		return
@@ -137,19 +147,5 @@ func (s *Server) validateRegistration(req *registrationRequest) error {
 	return nil
 }
 
-// cleanName bounds a client-supplied display name and strips control
-// characters so it renders safely (the consent page also escapes it).
-func cleanName(name string) string {
-	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(name, ""))
-	name = strings.TrimSpace(name)
-	for len(name) > 200 {
-		_, size := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-size]
-	}
-	return name
-}
+// cleanName is displayname.Clean: the one rule for names clients choose.
+func cleanName(name string) string { return displayname.Clean(name) }

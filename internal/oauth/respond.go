@@ -2,8 +2,25 @@ package oauth
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
 )
+
+// errBodyTimeout is returned by readForm after bodyTimedOut answered.
+var errBodyTimeout = &protocolError{"invalid_request", "the request body timed out"}
+
+// bodyTimedOut answers 408 and reports true when err is a request-body
+// timeout (httpserver's body deadline matches os.ErrDeadlineExceeded). The
+// connection is closed: the rest of the body is not worth waiting for.
+func bodyTimedOut(w http.ResponseWriter, err error) bool {
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	w.Header().Set("Connection", "close")
+	writeJSON(w, http.StatusRequestTimeout, protocolError{Code: "invalid_request", Description: "the request body did not arrive in time"})
+	return true
+}
 
 // writeJSON writes v with status and no-store caching (every OAuth
 // response may carry or describe credentials).

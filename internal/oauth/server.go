@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -36,16 +37,22 @@ const (
 	ScopeExecute = "process:execute"
 )
 
+// DefaultClientIPHeader is the header cloudflared sets to the connecting
+// client's address.
+const DefaultClientIPHeader = "Cf-Connecting-Ip"
+
 // PasswordChecker verifies the Owner password (authstate.State does).
 type PasswordChecker interface {
 	VerifyPassword(ctx context.Context, password []byte) (bool, error)
 }
 
 // Limiter rate-limits Owner-password attempts (ratelimit.Limiter does).
+// Reserve counts an attempt before it is verified and refuses it while
+// another attempt on any of its keys is in flight, while any key waits out
+// a back-off, or while too many attempts are in flight overall; done
+// reports the outcome exactly once.
 type Limiter interface {
-	Allow(keys ...string) (bool, time.Duration)
-	Failure(keys ...string)
-	Success(keys ...string)
+	Reserve(keys ...string) (done func(success bool), retryAfter time.Duration, ok bool)
 }
 
 // ClientMetadata is a validated client ID metadata document.
@@ -80,9 +87,22 @@ type Options struct {
 	Projects *project.Catalog // required
 	Limiter  Limiter          // required
 	Metadata MetadataFetcher  // nil disables client ID metadata documents
-	RefKey   []byte           // required: HMAC key for audit references
-	Metrics  *metrics.Metrics // required
-	Logger   *slog.Logger     // nil means discard
+	// TrustedProxies are the peers (such as a cloudflared sidecar) whose
+	// ClientIPHeader names the real client address. Empty means no proxy is
+	// trusted: the peer address is used and per-source registration limits
+	// are off, because behind a tunnel every client shares one address.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader is the header a trusted proxy sets; empty means
+	// DefaultClientIPHeader.
+	ClientIPHeader string
+	// RegistrationsPerSource bounds dynamic registrations per trusted
+	// source address per RegistrationWindow; zero means
+	// DefaultRegistrationsPerSource. It applies only to addresses named by
+	// a trusted proxy.
+	RegistrationsPerSource int
+	RefKey                 []byte           // required: HMAC key for audit references
+	Metrics                *metrics.Metrics // required
+	Logger                 *slog.Logger     // nil means discard
 
 	// OnGrantsRevoked runs after grants were revoked (revoke, replay,
 	// revoke-all, password rotation) so executions and processes can be
@@ -97,6 +117,8 @@ type Server struct {
 	manager *manage.Manager
 	log     *slog.Logger
 	now     func() time.Time
+
+	registrations *sourceLimit // per trusted source address
 
 	mu         sync.Mutex
 	pending    map[string]*authRequest // step-1 requests by request ID
@@ -123,6 +145,12 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.RegistrationsPerSource <= 0 {
+		opts.RegistrationsPerSource = DefaultRegistrationsPerSource
+	}
+	if opts.ClientIPHeader == "" {
+		opts.ClientIPHeader = DefaultClientIPHeader
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -140,7 +168,8 @@ func New(opts Options) *Server {
 	// own check is a host-suffix match, so make it accept what we accepted.
 	m.SetValidateURIHandler(func(string, string) error { return nil })
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
-		pending: map[string]*authRequest{}, selections: map[string]*selection{}}
+		pending: map[string]*authRequest{}, selections: map[string]*selection{},
+		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow)}
 }
 
 // Routes lists the public endpoints and their handlers, for httpserver to

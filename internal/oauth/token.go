@@ -2,6 +2,9 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
@@ -27,6 +30,9 @@ type tokenResponse struct {
 // Token serves POST /oauth/token for authorization_code and refresh_token.
 func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
 	form, perr := readForm(w, r)
+	if perr == errBodyTimeout {
+		return
+	}
 	if perr != nil {
 		writeError(w, perr.Code, perr.Description)
 		return
@@ -63,6 +69,9 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolErro
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
 	if err := r.ParseForm(); err != nil {
+		if bodyTimedOut(w, err) {
+			return nil, errBodyTimeout
+		}
 		return nil, &protocolError{"invalid_request", "the body could not be parsed"}
 	}
 	for k, v := range r.PostForm {
@@ -137,13 +146,29 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 		writeError(w, "invalid_grant", "the authorization code is invalid")
 		return
 	}
+	// The client and the PKCE verifier are checked before anything else,
+	// and before the library sees the code: go-oauth2's manager consumes a
+	// code before it verifies PKCE, so a wrong verifier would burn the
+	// legitimate client's code. Someone who only saw a code (another client,
+	// or no verifier) is refused and audited and can neither consume it nor
+	// revoke what it produced (RFC 9700 §4.5: only a replay by the client
+	// the code was issued to, with its verifier, revokes the grant).
+	if row.ClientID != client.ID {
+		s.audit(ctx, "oauth_code_client_mismatch", row.GrantID, client.ID, nil)
+		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
+		return
+	}
+	if !pkceMatches(form.Get("code_verifier"), row.CodeChallengeMethod, row.CodeChallenge) {
+		s.audit(ctx, "oauth_code_verifier_mismatch", row.GrantID, client.ID, nil)
+		writeError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
+		return
+	}
 	if row.CodeConsumedAt != nil {
 		s.codeReused(ctx, row)
 		writeError(w, "invalid_grant", "the authorization code was already used")
 		return
 	}
-	if row.ClientID != client.ID || row.RevokedAt != nil ||
-		row.CodeExpiresAt == nil || !s.now().Before(*row.CodeExpiresAt) {
+	if row.RevokedAt != nil || row.CodeExpiresAt == nil || !s.now().Before(*row.CodeExpiresAt) {
 		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
 		return
 	}
@@ -175,6 +200,17 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("authorization_code").Inc()
 	s.writeTokens(w, ti)
+}
+
+// pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
+// whose S256 transform equals challenge. Only S256 is ever issued.
+func pkceMatches(verifier, method, challenge string) bool {
+	if method != string(oauth2.CodeChallengeS256) || !codeChallengeRE.MatchString(verifier) {
+		return false
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	got := base64.RawURLEncoding.EncodeToString(sum[:])
+	return subtle.ConstantTimeCompare([]byte(got), []byte(challenge)) == 1
 }
 
 // codeReused revokes what a replayed code produced: its whole grant.
@@ -300,6 +336,9 @@ func (s *Server) writeTokens(w http.ResponseWriter, ti oauth2.TokenInfo) {
 // other clients' tokens get 200 with no effect.
 func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
 	form, perr := readForm(w, r)
+	if perr == errBodyTimeout {
+		return
+	}
 	if perr != nil {
 		writeError(w, perr.Code, perr.Description)
 		return

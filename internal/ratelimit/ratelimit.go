@@ -2,6 +2,11 @@
 // per-key exponential back-off. Keys are opaque strings chosen by the
 // caller, such as "client:<id>" and "addr:<ip>"; an attempt is allowed only
 // when every key it names is allowed.
+//
+// Reserve is the entry point for expensive checks: it counts the attempt
+// before the check runs, allows at most one attempt in flight per key and
+// bounds attempts in flight overall, so concurrent guesses cannot all pass
+// before the first failure is recorded.
 package ratelimit
 
 import (
@@ -27,6 +32,9 @@ type Options struct {
 	// exceed it, the key whose last failure is oldest is dropped. Zero
 	// means 10000.
 	MaxKeys int
+	// MaxInFlight bounds the attempts reserved with Reserve and not yet
+	// finished, over all keys. Zero means DefaultMaxInFlight.
+	MaxInFlight int
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 }
@@ -38,6 +46,12 @@ const (
 	DefaultMax     = 5 * time.Minute
 	DefaultForget  = time.Hour
 	DefaultMaxKeys = 10000
+	// DefaultMaxInFlight is the default global bound on reserved attempts
+	// (Owner-password verifications: Argon2id costs tens of MiB each).
+	DefaultMaxInFlight = 2
+	// BusyRetryAfter is the wait Reserve reports when an attempt is
+	// refused only because another one is in flight.
+	BusyRetryAfter = time.Second
 )
 
 // Limiter tracks failures per key. It is safe for concurrent use; its
@@ -48,10 +62,13 @@ type Limiter struct {
 	max     time.Duration
 	forget  time.Duration
 	maxKeys int
+	maxBusy int
 	now     func() time.Time
 
-	mu      sync.Mutex
-	entries map[string]*list.Element // of *entry
+	mu       sync.Mutex
+	inFlight int                      // attempts reserved and not finished
+	busy     map[string]struct{}      // keys with an attempt in flight
+	entries  map[string]*list.Element // of *entry
 	// order holds the entries by last failure, most recent at the front,
 	// so expiry and eviction both work from the back.
 	order list.List
@@ -72,8 +89,13 @@ func New(opts Options) *Limiter {
 		max:     opts.Max,
 		forget:  opts.Forget,
 		maxKeys: opts.MaxKeys,
+		maxBusy: opts.MaxInFlight,
 		now:     opts.Now,
 		entries: make(map[string]*list.Element),
+		busy:    make(map[string]struct{}),
+	}
+	if l.maxBusy <= 0 {
+		l.maxBusy = DefaultMaxInFlight
 	}
 	switch {
 	case l.free == 0:
@@ -101,6 +123,58 @@ func New(opts Options) *Limiter {
 	return l
 }
 
+// Reserve starts an attempt naming keys, before it is checked. It refuses
+// (ok false, retryAfter > 0) when any key is waiting out a back-off, when any
+// key already has an attempt in flight, or when Options.MaxInFlight attempts
+// are in flight. When it allows the attempt, the attempt already counts as a
+// failure for every key — the back-off grows with attempts, not with
+// completions — and the caller must call done exactly once: done(true)
+// forgets the keys (as Success), done(false) keeps the failure. Reserve and
+// done are safe for concurrent use; a second call of done does nothing.
+func (l *Limiter) Reserve(keys ...string) (done func(success bool), retryAfter time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	l.expire(now)
+	if ok, wait := l.allowLocked(now, keys); !ok {
+		return nil, wait, false
+	}
+	if l.inFlight >= l.maxBusy {
+		return nil, BusyRetryAfter, false
+	}
+	for _, k := range keys {
+		if _, b := l.busy[k]; b {
+			return nil, BusyRetryAfter, false
+		}
+	}
+	l.inFlight++
+	for _, k := range keys {
+		l.busy[k] = struct{}{}
+	}
+	l.failureLocked(now, keys)
+	var once sync.Once
+	return func(success bool) {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.inFlight--
+			for _, k := range keys {
+				delete(l.busy, k)
+			}
+			if success {
+				l.successLocked(keys)
+			}
+		})
+	}, 0, true
+}
+
+// InFlight returns the number of attempts reserved and not yet finished.
+func (l *Limiter) InFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inFlight
+}
+
 // Allow reports whether an attempt naming keys may proceed now. If not,
 // retryAfter is the longest remaining wait among the keys. Allow records
 // nothing; report the outcome with Failure or Success.
@@ -109,6 +183,10 @@ func (l *Limiter) Allow(keys ...string) (ok bool, retryAfter time.Duration) {
 	defer l.mu.Unlock()
 	now := l.now()
 	l.expire(now)
+	return l.allowLocked(now, keys)
+}
+
+func (l *Limiter) allowLocked(now time.Time, keys []string) (ok bool, retryAfter time.Duration) {
 	for _, k := range keys {
 		el, found := l.entries[k]
 		if !found {
@@ -129,6 +207,10 @@ func (l *Limiter) Failure(keys ...string) {
 	defer l.mu.Unlock()
 	now := l.now()
 	l.expire(now)
+	l.failureLocked(now, keys)
+}
+
+func (l *Limiter) failureLocked(now time.Time, keys []string) {
 	for _, k := range keys {
 		el, found := l.entries[k]
 		if !found {
@@ -152,6 +234,10 @@ func (l *Limiter) Failure(keys ...string) {
 func (l *Limiter) Success(keys ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.successLocked(keys)
+}
+
+func (l *Limiter) successLocked(keys []string) {
 	for _, k := range keys {
 		if el, found := l.entries[k]; found {
 			l.remove(el)

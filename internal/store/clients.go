@@ -11,7 +11,8 @@ import (
 )
 
 // ErrClientLimit is returned by CreateClient when registering another client
-// would exceed the bounds even after pruning.
+// would exceed MaxTotal even after every unused client was evicted (all
+// remaining clients have grants).
 var ErrClientLimit = errors.New("too many registered clients")
 
 // Client is a registered OAuth client (dynamic registration or a cached
@@ -57,8 +58,11 @@ type ClientLimits struct {
 }
 
 // CreateClient prunes unused clients older than limits.UnusedTTL and inserts
-// c, or returns ErrClientLimit when the bounds would be exceeded. Metadata
-// document clients are upserted (their document may have changed).
+// c. At a bound it evicts the oldest clients never used for a grant instead
+// of refusing, so a flood of registrations cannot lock out the next real
+// client; it returns ErrClientLimit only when MaxTotal is reached by clients
+// that all have grants. Metadata document clients are upserted (their
+// document may have changed).
 func (s *Store) CreateClient(ctx context.Context, c *Client, limits ClientLimits) error {
 	uris, err := json.Marshal(c.RedirectURIs)
 	if err != nil {
@@ -92,8 +96,21 @@ func (s *Store) CreateClient(ctx context.Context, c *Client, limits ClientLimits
 		if err := tx.Model(&clientRow{}).Count(&total).Error; err != nil {
 			return err
 		}
-		if int(unused) >= limits.MaxUnused || int(total) >= limits.MaxTotal {
-			return ErrClientLimit
+		evict := max(int(unused)-limits.MaxUnused+1, int(total)-limits.MaxTotal+1, 0)
+		if evict > 0 {
+			var ids []string
+			if err := tx.Model(&clientRow{}).Where("used_at IS NULL").Order("created_at, rowid").
+				Limit(evict).Pluck("id", &ids).Error; err != nil {
+				return fmt.Errorf("find unused clients to evict: %w", err)
+			}
+			if len(ids) > 0 {
+				if err := tx.Where("id IN ?", ids).Delete(&clientRow{}).Error; err != nil {
+					return fmt.Errorf("evict unused clients: %w", err)
+				}
+			}
+			if int(total)-len(ids) >= limits.MaxTotal {
+				return ErrClientLimit
+			}
 		}
 		return tx.Create(&row).Error
 	})

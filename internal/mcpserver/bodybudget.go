@@ -1,0 +1,197 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// Bounds of the in-flight body budget. A request body costs a few times
+// its size in memory until the SDK is done with it, so the bytes of /mcp
+// bodies held at once are bounded. They are counted as they arrive, one
+// bodyChunk ahead of the data, never by the declared length: a client that
+// declares 32 MiB and trickles one byte holds one chunk, not 32 MiB. One
+// grant may hold at most its share, so a single grant cannot starve the
+// others. A request that cannot get room within bodyWait gets 503 with
+// Retry-After.
+const (
+	// DefaultBodyBudget is the budget when Options.BodyBudget is zero.
+	DefaultBodyBudget = 128 << 20
+	// bodyChunk is how much is reserved ahead of each read.
+	bodyChunk = 64 << 10
+)
+
+// bodyWait is how long a request waits for body budget (well under the
+// host's ~12 s first-byte limit). Tests shorten it.
+var bodyWait = 5 * time.Second
+
+// errBodyBudget means the body budget (global or the grant's share) had no
+// room within bodyWait.
+var errBodyBudget = errors.New("request body budget exhausted")
+
+// bodyBudget is the global budget plus one share per grant. It is safe for
+// concurrent use.
+type bodyBudget struct {
+	total *semaphore.Weighted
+	share int64
+
+	mu     sync.Mutex
+	grants map[string]*grantShare
+}
+
+type grantShare struct {
+	sem   *semaphore.Weighted
+	users int // requests using sem; the entry goes when it drops to zero
+}
+
+func newBodyBudget(total, share int64) *bodyBudget {
+	return &bodyBudget{total: semaphore.NewWeighted(total), share: min(share, total), grants: map[string]*grantShare{}}
+}
+
+// bodyReservation is what one request holds.
+type bodyReservation struct {
+	b     *bodyBudget
+	grant string
+	gs    *grantShare
+	held  int64
+}
+
+func (b *bodyBudget) open(grant string) *bodyReservation {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gs := b.grants[grant]
+	if gs == nil {
+		gs = &grantShare{sem: semaphore.NewWeighted(b.share)}
+		b.grants[grant] = gs
+	}
+	gs.users++
+	return &bodyReservation{b: b, grant: grant, gs: gs}
+}
+
+// take reserves n more bytes, the grant's share first, waiting until ctx
+// ends.
+func (r *bodyReservation) take(ctx context.Context, n int64) error {
+	if err := r.gs.sem.Acquire(ctx, n); err != nil {
+		return errBodyBudget
+	}
+	if err := r.b.total.Acquire(ctx, n); err != nil {
+		r.gs.sem.Release(n)
+		return errBodyBudget
+	}
+	r.held += n
+	return nil
+}
+
+// give returns n of the bytes held.
+func (r *bodyReservation) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	r.held -= n
+	r.b.total.Release(n)
+	r.gs.sem.Release(n)
+}
+
+// close returns everything held. It must be called exactly once.
+func (r *bodyReservation) close() {
+	r.give(r.held)
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	if r.gs.users--; r.gs.users == 0 {
+		delete(r.b.grants, r.grant)
+	}
+}
+
+// readBody reads the request body into memory, budgeting the bytes as they
+// arrive (each wait for room bounded by bodyWait), and replaces r.Body with
+// the copy. It returns the reservation to close once the request is done,
+// or answers the request itself and returns nil: 408 for a body that
+// stalled (httpserver's body deadline), 413 beyond the limit, 503 with
+// Retry-After when the budget had no room.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) *bodyReservation {
+	res := s.bodies.open(grant)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= s.bodyMax {
+		// The declared length sizes the buffer only as far as it arrives.
+		buf.Grow(int(min(r.ContentLength, bodyChunk)))
+	}
+	err := func() error {
+		for {
+			ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
+			err := res.take(ctx, bodyChunk)
+			cancel()
+			if err != nil {
+				return err
+			}
+			n, rerr := buf.ReadFrom(&limitedOnce{r: r.Body, n: bodyChunk})
+			res.give(bodyChunk - n)
+			switch {
+			case errors.Is(rerr, errChunkFull):
+			case rerr != nil:
+				return rerr
+			default:
+				return nil // EOF
+			}
+		}
+	}()
+	if err == nil {
+		r.Body = readCloser{bytes.NewReader(buf.Bytes()), r.Body}
+		return res
+	}
+	res.close()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(err, errBodyBudget):
+		if r.Context().Err() == nil {
+			s.log.Warn("request bodies over budget; answering 503")
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "server busy with other large requests; retry shortly", http.StatusServiceUnavailable)
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		http.Error(w, "request body timed out", http.StatusRequestTimeout)
+	case errors.As(err, &tooLarge):
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("request body larger than %d bytes", s.bodyMax), http.StatusRequestEntityTooLarge)
+	default:
+		w.Header().Set("Connection", "close")
+		http.Error(w, "request body could not be read", http.StatusBadRequest)
+	}
+	return nil
+}
+
+// limitedOnce reads at most n bytes from r in total, reporting EOF from r
+// as is; unlike io.LimitReader its end is not mistaken for the body's.
+type limitedOnce struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitedOnce) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errChunkFull
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+var errChunkFull = errors.New("chunk full")
+
+type readCloser struct {
+	*bytes.Reader
+	body io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.body.Close() }

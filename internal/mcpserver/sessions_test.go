@@ -1,0 +1,168 @@
+package mcpserver_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+)
+
+var sessionClient = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+
+// openSession initializes a stateful session and returns its ID.
+func openSession(token, url string) (string, error) {
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := sessionClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		return "", fmt.Errorf("initialize: %s, session %q", resp.Status, id)
+	}
+	return id, nil
+}
+
+// pingSession sends a ping on session id and returns the HTTP status.
+func pingSession(t *testing.T, token, url, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := sessionClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// TestSessionsCappedPerGrant: a grant that opens more sessions than its
+// cap loses its least recently used ones; another grant keeps its own.
+func TestSessionsCappedPerGrant(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "3"}})
+	_, a := env.Grant(apptest.Approval{})
+	_, b := env.Grant(apptest.Approval{})
+	other, err := openSession(b.AccessToken, env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 3 {
+		id, err := openSession(a.AccessToken, env.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Use the first so that the second becomes the least recently used.
+	if st := pingSession(t, a.AccessToken, env.URL, ids[0]); st != http.StatusOK {
+		t.Fatalf("ping on a live session: %d", st)
+	}
+	for range 2 {
+		id, err := openSession(a.AccessToken, env.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	want := []int{http.StatusOK, http.StatusNotFound, http.StatusNotFound, http.StatusOK, http.StatusOK}
+	for i, id := range ids {
+		if st := pingSession(t, a.AccessToken, env.URL, id); st != want[i] {
+			t.Errorf("session %d: ping %d, want %d", i, st, want[i])
+		}
+	}
+	if st := pingSession(t, b.AccessToken, env.URL, other); st != http.StatusOK {
+		t.Errorf("another grant's session: ping %d, want 200", st)
+	}
+}
+
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// TestIdleSessionsExpire (issue 17, attack 7): 10,000 sessions opened and
+// left idle are closed after the idle timeout, and the heap returns to
+// its baseline.
+func TestIdleSessionsExpire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 10,000 sessions")
+	}
+	env := apptest.Start(t, apptest.Options{DiscardLogs: true, Env: map[string]string{
+		"DEVSPACE_MCP_SESSION_IDLE_TIMEOUT": "20s", "DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "10000"}})
+	_, tok := env.Grant(apptest.Approval{})
+	first, err := openSession(tok.AccessToken, env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := heapInUse()
+	baseG := runtime.NumGoroutine()
+	const n = 10000
+	var wg sync.WaitGroup
+	var next, failed atomic.Int64
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= n {
+				if _, err := openSession(tok.AccessToken, env.URL); err != nil && failed.Add(1) == 1 {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d sessions failed to open", failed.Load())
+	}
+	peak := heapInUse()
+	peakG := runtime.NumGoroutine()
+	// The Go runtime keeps the descriptors of exited goroutines for reuse
+	// (about 500 bytes each, never freed), so the peak's goroutines count
+	// against the baseline; everything the sessions held must be gone.
+	limit := base + base/4 + 4<<20 + uint64(peakG)*600
+	t.Logf("heap in use: baseline %d KiB, with %d sessions %d KiB, goroutines %d", base>>10, n, peak>>10, peakG)
+	if peak < base+8<<20 {
+		t.Errorf("10,000 open sessions took only %d KiB; were they held?", (peak-base)>>10)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for pingSession(t, tok.AccessToken, env.URL, first) != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle session was never closed")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var after uint64
+	for {
+		time.Sleep(500 * time.Millisecond)
+		after = heapInUse()
+		if after <= limit || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("heap in use after expiry: %d KiB; goroutines %d → %d", after>>10, baseG, runtime.NumGoroutine())
+	if after > limit {
+		t.Errorf("heap after expiry %d KiB, baseline %d KiB (peak %d KiB)", after>>10, base>>10, peak>>10)
+	}
+}

@@ -1,0 +1,335 @@
+package oauth_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/oauth"
+)
+
+var requestTokenRE = regexp.MustCompile(`name="request" value="([^"]+)"`)
+
+// startRequest opens an authorization request for c and returns its
+// step-1 request token.
+func startRequest(t *testing.T, env *apptest.Env, c apptest.Client) string {
+	t.Helper()
+	_, challenge := apptest.PKCE()
+	resp, err := apptest.NoRedirect.Get(env.AuthURL(c, challenge, "s", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := requestTokenRE.FindSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("authorize: %d %s", resp.StatusCode, body)
+	}
+	return html.UnescapeString(string(m[1]))
+}
+
+// postPassword submits step 1 and returns the status and Retry-After.
+func postPassword(env *apptest.Env, request, password string) (int, string, error) {
+	form := url.Values{"request": {request}, "password": {password}}
+	req, _ := http.NewRequest(http.MethodPost, env.URL+"/oauth/authorize", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", env.URL)
+	resp, err := apptest.NoRedirect.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), nil
+}
+
+// TestConcurrentPasswordGuesses: 60 concurrent wrong passwords on one
+// authorization request. Each 401 is one Argon2 verification (the audit
+// event owner_password_failed is logged once per verification); a 429
+// does no hashing. Attempts are reserved before they are verified, so at
+// most Free+1 guesses are verified and all others are refused with
+// Retry-After.
+func TestConcurrentPasswordGuesses(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	c := env.Register("brute", "http://127.0.0.1:9/cb", "client_secret_basic")
+	id := startRequest(t, env, c)
+	const n = 60
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		noRetry  int
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			st, retry, err := postPassword(env, id, "wrong password!")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			statuses[st]++
+			if st == http.StatusTooManyRequests && retry == "" {
+				noRetry++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	verified := strings.Count(env.Logs.String(), `"owner_password_failed"`)
+	if verified != statuses[http.StatusUnauthorized] {
+		t.Errorf("audit says %d verifications, %d answers were 401", verified, statuses[http.StatusUnauthorized])
+	}
+	if verified > 4 {
+		t.Errorf("%d concurrent wrong passwords were verified with Argon2 (statuses %v); want at most 4", verified, statuses)
+	}
+	if statuses[http.StatusUnauthorized]+statuses[http.StatusTooManyRequests] != n {
+		t.Errorf("statuses = %v, want only 401 and 429", statuses)
+	}
+	if noRetry > 0 {
+		t.Errorf("%d answers 429 without Retry-After", noRetry)
+	}
+}
+
+// TestConcurrentPasswordGuessesAcrossRequests: opening a fresh
+// authorization request per guess does not escape the per-client limit.
+func TestConcurrentPasswordGuessesAcrossRequests(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	c := env.Register("brute", "http://127.0.0.1:9/cb", "client_secret_basic")
+	const n = 30
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = startRequest(t, env, c)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, _, err := postPassword(env, id, "wrong password!"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if verified := strings.Count(env.Logs.String(), `"owner_password_failed"`); verified > 4 {
+		t.Errorf("%d wrong passwords verified over %d requests of one client; want at most 4", verified, n)
+	}
+}
+
+// TestCodeMisuseLeavesGrantWorking: someone who sees a code (a log, a
+// referrer, a shared screen) cannot end the grant it created or burn it.
+func TestCodeMisuseLeavesGrantWorking(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	c := env.Register("legit", "http://127.0.0.1:9/cb", "client_secret_post")
+	attacker := env.Register("attacker", "http://127.0.0.1:9/cb", "none")
+	exchange := func(as apptest.Client, code, verifier string) apptest.TokenResponse {
+		return env.Token(as, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+			"redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}})
+	}
+	stillWorks := func(t *testing.T, tr apptest.TokenResponse) {
+		t.Helper()
+		if _, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken); err != nil {
+			t.Fatalf("legitimate access token: %v", err)
+		}
+		if r := env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tr.RefreshToken}}); r.Status != 200 {
+			t.Fatalf("legitimate refresh: %+v", r)
+		}
+	}
+	t.Run("consumed code presented by another client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("exchange: %+v", tr)
+		}
+		if r := exchange(attacker, code, verifier); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("attacker's replay: %+v", r)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("fresh code presented by another client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		if r := exchange(attacker, code, verifier); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("attacker's exchange: %+v", r)
+		}
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("legitimate exchange after the attempt: %+v", tr)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("fresh code with a wrong verifier", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		if r := exchange(c, code, "wrong-verifier-wrong-verifier-wrong-verifier-00"); r.Status != 400 || r.Error != "invalid_grant" {
+			t.Fatalf("wrong verifier: %+v", r)
+		}
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("legitimate exchange after a wrong verifier: %+v", tr)
+		}
+		stillWorks(t, tr)
+	})
+	t.Run("consumed code with a wrong verifier by its own client", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if tr.Status != 200 {
+			t.Fatalf("exchange: %+v", tr)
+		}
+		if r := exchange(c, code, "wrong-verifier-wrong-verifier-wrong-verifier-00"); r.Status != 400 {
+			t.Fatalf("replay with a wrong verifier: %+v", r)
+		}
+		stillWorks(t, tr)
+	})
+	for _, ev := range []string{`"oauth_code_client_mismatch"`, `"oauth_code_verifier_mismatch"`} {
+		if !strings.Contains(env.Logs.String(), ev) {
+			t.Errorf("no audit event %s", ev)
+		}
+	}
+	t.Run("replay by its own client still revokes", func(t *testing.T) {
+		code, verifier := authCode(t, env, c, apptest.Approval{})
+		tr := exchange(c, code, verifier)
+		if r := exchange(c, code, verifier); r.Status != 400 {
+			t.Fatalf("replay: %+v", r)
+		}
+		if _, err := env.App.OAuth().Verify(context.Background(), tr.AccessToken); !errors.Is(err, oauth.ErrTokenRevoked) {
+			t.Fatalf("grant survived its own client's replay: %v", err)
+		}
+	})
+}
+
+// TestRegistrationFloodDoesNotLockOut: 500 unused registrations push out
+// the oldest unused ones instead of refusing further registrations; a
+// client that has a grant is never pushed out.
+func TestRegistrationFloodDoesNotLockOut(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	used, tok := env.Grant(apptest.Approval{})
+	oldest := env.Register("oldest unused", "http://127.0.0.1:9/cb", "none")
+	for i := range 500 {
+		body := `{"client_name":"flood","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		resp, err := http.Post(env.URL+"/oauth/register", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("registration %d: %s", i+1, resp.Status)
+		}
+	}
+	// The bound still holds: the oldest unused registration was pushed out.
+	_, challenge := apptest.PKCE()
+	if resp, err := apptest.NoRedirect.Get(env.AuthURL(oldest, challenge, "s", "", nil)); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("oldest unused client after the flood: %s, want 400 (evicted)", resp.Status)
+		}
+	}
+	// ChatGPT registering now gets a working client.
+	c := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+	env.GrantFor(c, apptest.Approval{})
+	// The client that was already in use survived.
+	if r := env.Token(used, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}); r.Status != 200 {
+		t.Fatalf("used client after the flood: %+v", r)
+	}
+}
+
+// TestSlowOAuthBodies: unauthenticated POSTs whose bodies stall are
+// answered 408 and closed within the configured idle timeout, while
+// /healthz keeps answering.
+func TestSlowOAuthBodies(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "300ms"}})
+	host := strings.TrimPrefix(env.URL, "http://")
+	var conns []net.Conn
+	for i := range 30 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		path := []string{"/oauth/register", "/oauth/token", "/oauth/authorize"}[i%3]
+		ct := map[string]string{"/oauth/register": "application/json"}[path]
+		if ct == "" {
+			ct = "application/x-www-form-urlencoded"
+		}
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\nx", path, host, ct)
+		conns = append(conns, c)
+	}
+	if _, m := getJSON(t, env.URL+"/healthz"); m["status"] != "ok" {
+		t.Fatalf("healthz: %v", m)
+	}
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		out, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("connection %d still open after %v: %v", i, time.Since(start), err)
+		}
+		if !strings.HasPrefix(string(out), "HTTP/1.1 408") {
+			t.Errorf("connection %d: %q, want 408", i, out)
+		}
+	}
+}
+
+// TestMetadataClientAfterRegistrationFlood: after a registration flood a
+// new client ID metadata document client can still authorize, and the
+// name from its document is shown cleaned.
+func TestMetadataClientAfterRegistrationFlood(t *testing.T) {
+	var clientID string
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": clientID, "client_name": "Meta\u202edata\u200b Client",
+			"redirect_uris": []string{"http://127.0.0.1:9/cimd-cb"}, "token_endpoint_auth_method": "none"})
+	}))
+	defer doc.Close()
+	clientID = doc.URL + "/client.json"
+	env := apptest.Start(t, apptest.Options{AllowLoopbackMetadata: true, MetadataHTTPClient: doc.Client()})
+	for i := range 100 {
+		body := `{"client_name":"flood","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		resp, err := http.Post(env.URL+"/oauth/register", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("registration %d: %s", i+1, resp.Status)
+		}
+	}
+	c := apptest.Client{ID: clientID, RedirectURI: "http://127.0.0.1:9/cimd-cb", AuthMethod: "none"}
+	_, challenge := apptest.PKCE()
+	resp, err := apptest.NoRedirect.Get(env.AuthURL(c, challenge, "s", "", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metadata client after the flood: %s %s", resp.Status, page)
+	}
+	if !strings.Contains(string(page), "Metadata Client") || strings.ContainsAny(string(page), "\u202e\u200b") {
+		t.Errorf("metadata client name not shown cleaned")
+	}
+	env.GrantFor(c, apptest.Approval{})
+}
