@@ -31,7 +31,7 @@ var requiredScopes = map[string][]string{
 	"apply_patch":            {"project:read", "project:write"},
 	"undo_patch":             {"project:read", "project:write"},
 	"inspect":                {"project:read"},
-	"exec_command":           {"project:read", "project:write", "process:execute"},
+	"exec_command":           {"project:read", "process:execute"},
 	"write_stdin":            {"project:read", "process:execute"},
 	"read_process_output":    {"project:read", "process:execute"},
 }
