@@ -1,4 +1,4 @@
-# DevSpace container image (DESIGN §11).
+# DevSpace container image (docs/design.md §11).
 #
 #   docker build -t devspace .                     # the normal multi-stage build
 #   docker build --target runtime-prebuilt \

@@ -410,7 +410,7 @@ func testMetrics(t *testing.T, in *instance) {
 	if !json.Valid(dash) {
 		t.Fatal("deploy/grafana/devspace.json is not valid JSON")
 	}
-	// DESIGN §10 names these; the server does not export them yet.
+	// docs/design.md §10 names these; the server does not export them yet.
 	notYet := map[string]bool{"devspace_output_bytes_retained": true}
 	for _, name := range dashboardMetricRE.FindAllString(string(dash), -1) {
 		if !notYet[name] && !regexp.MustCompile(`(?m)^`+name+`[{ ]`).MatchString(body) {

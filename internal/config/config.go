@@ -51,7 +51,7 @@ const (
 	DefaultWidgets   = WidgetsFull
 
 	// DefaultMaxRequestBody is the largest request body the public listener
-	// reads (DESIGN §9). MinMaxRequestBody and MaxMaxRequestBody bound the
+	// reads (docs/design.md §9). MinMaxRequestBody and MaxMaxRequestBody bound the
 	// override.
 	DefaultMaxRequestBody int64 = 32 << 20
 	MinMaxRequestBody     int64 = 1 << 20

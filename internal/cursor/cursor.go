@@ -36,7 +36,7 @@ import (
 // new prefix; Decode rejects every other prefix as ErrMalformed.
 const Prefix = "dc1."
 
-// Defaults used when the corresponding Options field is zero (DESIGN §9).
+// Defaults used when the corresponding Options field is zero (docs/design.md §9).
 const (
 	DefaultTTL    = 30 * time.Minute
 	DefaultMaxLen = 4096

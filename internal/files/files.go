@@ -54,7 +54,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
-// Default limits (DESIGN §9).
+// Default limits (docs/design.md §9).
 const (
 	DefaultMaxItems        = 8
 	DefaultDefaultLines    = 400
@@ -135,7 +135,7 @@ type Limits struct {
 	MaxFileBytes int64
 }
 
-// DefaultLimits returns the limits of DESIGN §9.
+// DefaultLimits returns the limits of docs/design.md §9.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxItems:        DefaultMaxItems,

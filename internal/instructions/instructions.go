@@ -1,7 +1,7 @@
 // Package instructions finds and pages the repository instruction files of a
 // Project (AGENTS.md and friends): the root set delivered when an execution
 // is opened, resumed or hydrated, and the nested files that apply once a tool
-// touches a path below the root (DESIGN §7, "Instructions").
+// touches a path below the root (docs/design.md §7, "Instructions").
 //
 // # Which file a directory contributes
 //
@@ -37,7 +37,7 @@
 // and ends with a marker saying so (File.Truncated is set). NUL bytes are
 // removed and invalid UTF-8 is replaced by U+FFFD, so every Content is valid
 // UTF-8. Every file found in a Project is TrustRepository: its text is data
-// for the model, never a source of authority (DESIGN §1).
+// for the model, never a source of authority (docs/design.md §1).
 //
 // # Pages
 //
@@ -62,7 +62,7 @@ import (
 	"unicode/utf8"
 )
 
-// Trust is the trust class every instruction carries (DESIGN §7).
+// Trust is the trust class every instruction carries (docs/design.md §7).
 type Trust string
 
 // Trust classes. Only TrustRepository is produced by this package; the others
@@ -73,7 +73,7 @@ const (
 	TrustAdmin      Trust = "admin_trusted"        // files the deployment configured
 )
 
-// Limits (DESIGN §9).
+// Limits (docs/design.md §9).
 const (
 	// PageBytes is the default maximum size of one page in bytes.
 	PageBytes = 12000

@@ -19,7 +19,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/rootlock"
 )
 
-// changesPageBytes is show_changes' page size (DESIGN §9).
+// changesPageBytes is show_changes' page size (docs/design.md §9).
 const changesPageBytes = 32000
 
 type showChangesIn struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/rootlock"
 )
 
-// Error categories (DESIGN §8).
+// Error categories (docs/design.md §8).
 const (
 	catInput     = "input"
 	catScope     = "scope"

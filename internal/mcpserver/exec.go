@@ -26,7 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// Limits of the process tools (DESIGN §9).
+// Limits of the process tools (docs/design.md §9).
 const (
 	execInlineBytes   = 40000
 	execWait          = 2 * time.Second
@@ -85,7 +85,7 @@ func (s *Server) retainedEntry(rec *retention.Record) *procEntry {
 }
 
 // maxPerProject bounds live commands per Project across executions and
-// grants (DESIGN §7); the manager bounds them per execution and in all.
+// grants (docs/design.md §7); the manager bounds them per execution and in all.
 const maxPerProject = 8
 
 func (t *procTable) aliveInProject(ref string) int {

@@ -17,7 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/strictjson"
 )
 
-// hints are a tool's annotations (DESIGN §7: ro/destr/idem/open).
+// hints are a tool's annotations (docs/design.md §7: ro/destr/idem/open).
 type hints struct{ readOnly, destructive, idempotent, openWorld bool }
 
 // spec describes one tool. Handlers only bind, check scope, resolve the

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/tools")
 
-// requiredScopes is DESIGN §7's table: the scopes each tool needs. A tool
+// requiredScopes is docs/design.md §7's table: the scopes each tool needs. A tool
 // missing here fails the test, so new tools must be added deliberately.
 var requiredScopes = map[string][]string{
 	"list_projects":          {"project:read"},

@@ -13,7 +13,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// Registration bounds (DESIGN §4).
+// Registration bounds (docs/design.md §4).
 var registrationLimits = store.ClientLimits{MaxUnused: 64, MaxTotal: 512, UnusedTTL: time.Hour}
 
 const maxRegistrationBody = 64 << 10

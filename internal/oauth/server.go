@@ -173,7 +173,7 @@ func New(opts Options) *Server {
 }
 
 // Routes lists the public endpoints and their handlers, for httpserver to
-// mount. Paths are fixed by DESIGN §4.
+// mount. Paths are fixed by docs/design.md §4.
 func (s *Server) Routes() []Route {
 	return []Route{
 		{http.MethodGet, "/.well-known/oauth-protected-resource", s.ProtectedResourceMetadata},

@@ -1,4 +1,4 @@
-// Package operation makes mutating tools idempotent (DESIGN §7
+// Package operation makes mutating tools idempotent (docs/design.md §7
 // "operationId"). Every mutating tool wraps its effect in Service.Do under
 // a Key of (grant, execution, tool, operationId) and a hash of its request:
 //
@@ -26,14 +26,14 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// DefaultTTL is how long an idempotency record is kept (DESIGN §9).
+// DefaultTTL is how long an idempotency record is kept (docs/design.md §9).
 const DefaultTTL = 24 * time.Hour
 
-// MaxResultBytes bounds a stored result (DESIGN §9: 2 MiB).
+// MaxResultBytes bounds a stored result (docs/design.md §9: 2 MiB).
 const MaxResultBytes = store.MaxOperationResultBytes
 
 // Errors of Do. The operation package owns them; the MCP edge maps them to
-// the tool error envelope (DESIGN §8).
+// the tool error envelope (docs/design.md §8).
 var (
 	// ErrConflict: the operationId was already used under this key with a
 	// different request (operation_id_conflict, category conflict).

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// Journal limits per execution (DESIGN §9).
+// Journal limits per execution (docs/design.md §9).
 const (
 	MaxJournalOps   = 1000
 	MaxJournalBytes = 64 << 20

@@ -7,7 +7,7 @@
 // (Intents.Recover).
 //
 // The package knows nothing about MCP: callers pass plain types and map
-// the sentinels below to tool errors (DESIGN §8). Errors never contain a
+// the sentinels below to tool errors (docs/design.md §8). Errors never contain a
 // host path; Project-relative paths appear where they help the caller.
 //
 // Format decisions beyond the Codex grammar:
@@ -41,7 +41,7 @@ import (
 	"strings"
 )
 
-// Limits (DESIGN §9). They are checked before anything proportional to a
+// Limits (docs/design.md §9). They are checked before anything proportional to a
 // size claimed by the patch is allocated.
 const (
 	// MaxPatchBytes bounds the patch text.

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Environment limits (DESIGN §9).
+// Environment limits (docs/design.md §9).
 const (
 	// MaxEnvEntries is the most variables a caller may add.
 	MaxEnvEntries = 128

@@ -23,7 +23,7 @@ type treeShape struct {
 
 func sh(cmd string) Spec { return Spec{Shell: true, Command: cmd} }
 
-// killShapes are the shapes of DESIGN §7 "Process cleanup". The
+// killShapes are the shapes of docs/design.md §7 "Process cleanup". The
 // environment-clearing descendant is found by its command line (exec -a
 // puts the marker in argv[0]); every other process carries DSMARK.
 var killShapes = []treeShape{

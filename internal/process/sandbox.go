@@ -10,7 +10,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
-// SandboxOptions configures how commands are confined (DESIGN §1). The
+// SandboxOptions configures how commands are confined (docs/design.md §1). The
 // zero value confines every command in a Landlock domain with the best ABI
 // the kernel offers, allows the network, and refuses commands
 // (ErrSandboxUnavailable) where the kernel has no Landlock.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Limits and defaults of a Spec (DESIGN §9).
+// Limits and defaults of a Spec (docs/design.md §9).
 const (
 	// MaxTimeout is the longest a command may run; it is also the timeout
 	// of a Spec that sets none.

@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// MaxStdinBytes bounds one write to a command's stdin (DESIGN §9).
+// MaxStdinBytes bounds one write to a command's stdin (docs/design.md §9).
 const MaxStdinBytes = 1 << 20
 
 // maxStdinQueued bounds input waiting for a command that does not read.

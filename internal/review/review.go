@@ -1,6 +1,6 @@
 // Package review produces a read-only Git review of a Project root: the
 // staged, unstaged and untracked changes behind show_changes
-// `source: repository` (DESIGN §7). It knows nothing about MCP; the tool
+// `source: repository` (docs/design.md §7). It knows nothing about MCP; the tool
 // handler pages Changes.Diff with Page and signs cursors over
 // Changes.Revision.
 //
@@ -107,7 +107,7 @@ const (
 	DefaultTimeout      = 20 * time.Second
 	DefaultMaxDiffBytes = 16 << 20
 	DefaultMaxFiles     = 10000
-	// DefaultPageBytes is the show_changes page size (DESIGN §9), used by
+	// DefaultPageBytes is the show_changes page size (docs/design.md §9), used by
 	// Page when pageBytes is not positive.
 	DefaultPageBytes = 32000
 )

@@ -59,7 +59,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
-// Default limits (DESIGN §9). Each is a field of Limits, so the operator
+// Default limits (docs/design.md §9). Each is a field of Limits, so the operator
 // can override it through the configuration.
 const (
 	DefaultMaxOps          = 8
@@ -143,7 +143,7 @@ type Limits struct {
 	Workers int
 }
 
-// DefaultLimits returns the limits of DESIGN §9.
+// DefaultLimits returns the limits of docs/design.md §9.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxOps:             DefaultMaxOps,

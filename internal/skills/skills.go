@@ -1,5 +1,5 @@
 // Package skills discovers Agent Skills, lists and searches their metadata,
-// loads one skill's instructions and resolves its support files (DESIGN §7,
+// loads one skill's instructions and resolves its support files (docs/design.md §7,
 // the skills tool). It knows nothing about MCP: the tool edge renders what it
 // returns and maps its errors.
 //
@@ -11,7 +11,7 @@
 //
 //   - the Project's .agents/skills, read through the Project's *os.Root;
 //     its skills are TrustRepository, data for the model and never a source
-//     of authority (DESIGN §1);
+//     of authority (docs/design.md §1);
 //   - the trusted directories the operator configured (DEVSPACE_SKILL_PATHS),
 //     each opened with os.OpenRoot; their skills are TrustAdmin.
 //
@@ -75,7 +75,7 @@ const RepositoryDir = ".agents/skills"
 // SkillFile is the name of the file that makes a directory a skill.
 const SkillFile = "SKILL.md"
 
-// Limits (DESIGN §9 for MaxFileBytes).
+// Limits (docs/design.md §9 for MaxFileBytes).
 const (
 	// MaxFileBytes is the largest SKILL.md that is read.
 	MaxFileBytes = 64 << 10

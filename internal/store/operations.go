@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on idempotency records (DESIGN §7 "operationId", §9).
+// Limits on idempotency records (docs/design.md §7 "operationId", §9).
 const (
 	// MaxOperationIDBytes bounds an operationId in bytes.
 	MaxOperationIDBytes = 128

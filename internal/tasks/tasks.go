@@ -17,7 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// Limits (DESIGN §7).
+// Limits (docs/design.md §7).
 const (
 	MaxTitleBytes    = 256
 	MaxProgressBytes = 8 << 10

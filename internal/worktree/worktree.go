@@ -1,5 +1,5 @@
 // Package worktree manages the Git worktrees DevSpace creates for executions
-// opened with checkoutKind "worktree" (DESIGN §6). It knows nothing about
+// opened with checkoutKind "worktree" (docs/design.md §6). It knows nothing about
 // MCP: callers pass a Project root and an opaque key (the execution ID, say)
 // and get back a Worktree.
 //
