@@ -373,7 +373,7 @@ func (s *Service) resolve(ctx context.Context, c Caller) (*store.Execution, proj
 		if fi, err := os.Stat(e.WorktreePath); err != nil || !fi.IsDir() {
 			return nil, project.Root{}, ErrProjectUnavailable
 		}
-		root.Path = e.WorktreePath
+		root.Source, root.Path = root.Path, e.WorktreePath
 	}
 	return e, root, nil
 }

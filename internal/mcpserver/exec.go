@@ -443,6 +443,12 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 		if spec.Timeout == 0 {
 			spec.Timeout = 10 * time.Minute
 		}
+		if proj.Source != "" {
+			// A managed worktree's Git metadata lives in the source
+			// repository: readable, so Git works (status, diff, log), never
+			// writable (its hooks and config run on the owner's host).
+			spec.ReadPaths = []string{filepath.Join(proj.Source, ".git")}
+		}
 		p, err := s.opts.Processes.Start(ctx, e.ID, spec)
 		if err != nil {
 			lease.Release()

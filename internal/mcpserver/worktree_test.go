@@ -68,6 +68,22 @@ func TestManagedWorktrees(t *testing.T) {
 	if !strings.Contains(mustJSON(sc["files"]), "new.txt") {
 		t.Fatalf("review in worktree: %v", sc)
 	}
+	// Git works read-only in the worktree's commands: the source's metadata
+	// is readable, never writable (a planted hook would run on the host).
+	sc, _ = callTool(t, cs, "exec_command", map[string]any{"operationId": "g1", "shell": true,
+		"command": "git status --porcelain && git log --oneline | wc -l"}, me)
+	if sc["exitCode"] != float64(0) || !strings.Contains(sc["output"].(string), "?? new.txt") {
+		t.Fatalf("git status in the worktree: %v", sc)
+	}
+	hook := filepath.Join(root, ".git", "hooks", "post-checkout")
+	sc, _ = callTool(t, cs, "exec_command", map[string]any{"operationId": "g2", "shell": true,
+		"command": "echo 'touch /tmp/pwned' > " + hook + "; chmod +x " + hook + "; test -e " + hook}, me)
+	if sc["exitCode"] == float64(0) {
+		t.Fatalf("a worktree command wrote into the source repository's .git: %v", sc)
+	}
+	if _, err := os.Stat(hook); !os.IsNotExist(err) {
+		t.Fatal("the hook exists in the source repository")
+	}
 	// Close refuses a dirty worktree, then removes a clean one and its branch.
 	th, _ := callTool(t, cs, "project_thread_control", map[string]any{"action": "list"}, me)
 	var ref string

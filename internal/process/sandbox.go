@@ -119,7 +119,7 @@ func removeTree(dir string) {
 // directory read-write, nothing else.
 func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 	p := &sandbox.Policy{
-		ReadExec:  append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...),
+		ReadExec:  append(append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...), l.readPaths...),
 		ReadWrite: []string{scratch},
 		ReadFiles: sandbox.ReadablePaths(),
 		Devices:   sandbox.DevicePaths(),

@@ -44,6 +44,11 @@ type Spec struct {
 	// ReadOnly makes Root read-only for a confined command.
 	ReadOnly bool
 
+	// ReadPaths are further absolute hierarchies this command may read
+	// (never write) when confined: a managed worktree's source repository
+	// directory, so that Git works read-only in the worktree.
+	ReadPaths []string
+
 	// Env is the command's full environment (BaseEnv merged with the
 	// caller's validated variables). Nil means BaseEnv(os.Environ()).
 	Env []string
@@ -89,6 +94,7 @@ type launch struct {
 	preview   string // for logs, only when Options.LogCommands
 	root      string
 	readOnly  bool
+	readPaths []string
 }
 
 func invalid(format string, args ...any) error {
@@ -101,7 +107,7 @@ func resolve(spec Spec) (launch, error) {
 	l := launch{
 		dir: spec.Dir, env: spec.Env, tty: spec.TTY, stdin: spec.Stdin, closeIn: spec.CloseStdin,
 		timeout: spec.Timeout, maxOutput: spec.MaxOutputBytes, killOnCap: spec.KillOnOutputLimit,
-		root: spec.Root, readOnly: spec.ReadOnly,
+		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths,
 	}
 	switch {
 	case spec.Shell && (spec.Program != "" || len(spec.Args) > 0):

@@ -19,6 +19,9 @@ type Root struct {
 	Ref   string // "prj_" + base64url(HMAC(key, canonical path)); stable across restarts
 	Label string
 	Path  string // canonical absolute host path; never shown to a client
+	// Source is the Project's own root when Path is a managed worktree of
+	// it ("" otherwise); never shown to a client.
+	Source string
 }
 
 // Catalog is the immutable set of approved roots, in configuration order.
