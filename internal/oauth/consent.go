@@ -1,10 +1,12 @@
 package oauth
 
 import (
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/displayname"
 )
@@ -23,7 +25,9 @@ body{font:16px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;backgroun
 main{max-width:30rem;margin:3rem auto;background:#fff;border-radius:12px;padding:1.75rem 2rem;box-shadow:0 2px 12px rgba(0,0,0,.08)}
 h1{font-size:1.3rem;margin:0 0 1rem}
 .who{background:#eef2fb;border-radius:8px;padding:.75rem 1rem;margin-bottom:1rem}
-.who b{word-break:break-all}
+.who b,.who bdi{overflow-wrap:anywhere}
+.who ul{margin:.3rem 0 0;padding-left:1.2rem}
+.terms{font-size:.9rem;color:#3d4556;border-top:1px solid #e3e6ec;padding-top:.75rem;margin-top:1.25rem}
 .who .host{font-size:1.15rem;margin-bottom:.3rem}
 .err{background:#fdecea;color:#8a1c12;border-radius:8px;padding:.6rem .9rem;margin-bottom:1rem}
 label{display:block;margin:.35rem 0}
@@ -40,7 +44,7 @@ small{color:#5b6475}
 {{if .Client}}<div class="who">
 <div class="host">Returns to <b>{{.RedirectHost}}</b></div>
 <div>Name given by the application (unverified): <bdi>{{.Client}}</bdi></div>
-<div>Requests: {{range $i, $s := .Requested}}{{if $i}}, {{end}}<code>{{$s}}</code>{{end}}</div>
+<div>It asks to:<ul>{{range .RequestedScopes}}<li>{{.Meaning}} <small>(<code>{{.Name}}</code>)</small></li>{{end}}</ul></div>
 </div>{{end}}
 {{if eq .Step 1}}
 <form method="post" action="/oauth/authorize">
@@ -58,12 +62,13 @@ small{color:#5b6475}
 {{else}}<p>No Projects are approved in the server configuration (DEVSPACE_PROJECTS).</p>{{end}}
 </fieldset>
 <fieldset><legend>Permissions</legend>
-{{range .Scopes}}<label><input type="checkbox" name="scope" value="{{.Name}}"{{if .Checked}} checked{{end}}> <code>{{.Name}}</code> — {{.Meaning}}</label>
+{{range .Scopes}}<label><input type="checkbox" name="scope" value="{{.Name}}"{{if .Checked}} checked{{end}}> {{.Meaning}} <small>(<code>{{.Name}}</code>)</small></label>
 {{end}}</fieldset>
 <button type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>
 {{end}}
+{{if .Step}}<p class="terms">This access lasts until you revoke it{{if .MaxLifetime}}, and {{.MaxLifetime}} at most{{end}}; an application that stays away for {{.IdleLifetime}} has to ask again. To end it, run <code>devspace grants list</code> on the DevSpace machine, then <code>devspace grants revoke GRANT_ID</code>; <code>devspace grants revoke-all</code> ends every grant.</p>{{end}}
 </main></body></html>
 `))
 
@@ -84,15 +89,43 @@ type consentPage struct {
 	Client       string
 	RedirectHost string
 	Requested    []string
-	Token        string
-	Projects     []consentProject
-	Scopes       []consentScope
+	// RequestedScopes are Requested with their meanings, in plain words.
+	RequestedScopes []consentScope
+	// MaxLifetime ("" when unlimited) and IdleLifetime say how long a
+	// grant lasts, in words.
+	MaxLifetime, IdleLifetime string
+	Token                     string
+	Projects                  []consentProject
+	Scopes                    []consentScope
 }
 
 var scopeMeaning = map[string]string{
 	ScopeRead:    "list, open and read the chosen Projects",
 	ScopeWrite:   "change files in the chosen Projects",
 	ScopeExecute: "run commands in the chosen Projects. Each command is confined by the kernel: it sees the system read-only, the one Project it runs in and a private scratch folder, nothing else (not your other Projects, not DevSpace's own data). With \"change files\" also granted, a command may change that Project; without it, commands run read-only",
+}
+
+// lifetimes fills in how long the grant p offers lasts, and the requested
+// scopes in words.
+func (s *Server) lifetimes(p *consentPage) {
+	for _, sc := range p.Requested {
+		p.RequestedScopes = append(p.RequestedScopes, consentScope{Name: sc, Meaning: scopeMeaning[sc]})
+	}
+	p.IdleLifetime = humanDuration(s.opts.RefreshTTL)
+	if s.opts.GrantMaxLifetime > 0 {
+		p.MaxLifetime = humanDuration(s.opts.GrantMaxLifetime)
+	}
+}
+
+// humanDuration says d in days or hours.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	return d.String()
 }
 
 func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string, p consentPage) {
@@ -136,8 +169,10 @@ func redirectHost(raw string) string {
 }
 
 func (s *Server) renderPassword(w http.ResponseWriter, status int, token string, req *authRequest, msg string) {
-	s.writePage(w, status, "", consentPage{Title: "Connect an application to DevSpace", Step: 1, Error: msg,
-		Client: clientLabel(req), RedirectHost: redirectHost(req.redirectURI), Requested: req.scopes, Token: token})
+	p := consentPage{Title: "Connect an application to DevSpace", Step: 1, Error: msg,
+		Client: clientLabel(req), RedirectHost: redirectHost(req.redirectURI), Requested: req.scopes, Token: token}
+	s.lifetimes(&p)
+	s.writePage(w, status, "", p)
 }
 
 func (s *Server) renderConsent(w http.ResponseWriter, status int, token string, req *authRequest, checkedScopes, checkedProjects []string, msg string) {
@@ -151,5 +186,6 @@ func (s *Server) renderConsent(w http.ResponseWriter, status int, token string, 
 		p.Scopes = append(p.Scopes, consentScope{Name: sc, Meaning: scopeMeaning[sc],
 			Checked: slices.Contains(checkedScopes, sc)})
 	}
+	s.lifetimes(&p)
 	s.writePage(w, status, redirectOrigin(req.redirectURI), p)
 }

@@ -3,6 +3,8 @@ package oauth_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -152,5 +154,88 @@ func TestConsentPageBidiNameInChromium(t *testing.T) {
 	}
 	if !strings.Contains(text, "127.0.0.1:9") {
 		t.Errorf("redirect host not shown: %q", text)
+	}
+}
+
+// layoutCheck is run on the consent page: horizontal overflow, and every
+// word of at most 30 characters that the layout broke across lines (a
+// longer one, like a host name, may wrap).
+const layoutCheck = `(() => {
+  const broken = [];
+  for (const el of document.querySelectorAll('main h1, main p, main label, main legend, .who div, .who li')) {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      for (const m of n.data.matchAll(/\S+/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const lines = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (lines.size > 1 && m[0].length <= 30) broken.push(m[0]);
+      }
+    }
+  }
+  return JSON.stringify({overflow: document.documentElement.scrollWidth - window.innerWidth, broken});
+})()`
+
+// TestConsentPageReadableAtEveryWidth (issue 19): both steps at a phone's
+// 390 px and a desktop's 1,280 px: no horizontal overflow, no word broken
+// mid-way (the client name used to break mid-word), every scope explained
+// in plain words, the grant's lifetime and how to revoke it. With
+// DEVSPACE_SCREENSHOT_DIR set, the screenshots docs/ shows are written
+// there.
+func TestConsentPageReadableAtEveryWidth(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}})
+	c := env.Register("ChatGPT Connector for a Development Workspace", "http://127.0.0.1:9/callback", "none")
+	_, challenge := apptest.PKCE()
+	for _, width := range []int64{390, 1280} {
+		b := browsertest.New(t)
+		if err := chromedp.Do(b.Ctx(),
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(env.AuthURL(c, challenge, "s", "project:read project:write", nil)),
+			chromedp.WaitVisible(chromedp.CSS(`input[name="password"]`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+		check := func(step string) {
+			t.Helper()
+			raw, err := chromedp.Run(b.Ctx(), chromedp.Evaluate[string](layoutCheck))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Overflow int
+				Broken   []string
+			}
+			if err := json.Unmarshal([]byte(raw), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Overflow > 0 || len(got.Broken) > 0 {
+				t.Errorf("%s at %d px: %d px of horizontal overflow, words broken mid-way: %q", step, width, got.Overflow, got.Broken)
+			}
+			text, err := chromedp.Run(b.Ctx(), chromedp.Text(chromedp.CSS("main")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"list, open and read the chosen Projects", "change files in the chosen Projects",
+				"unverified", "lasts until you revoke it", "devspace grants revoke GRANT_ID", "30 days"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s at %d px does not say %q:\n%s", step, width, want, text)
+				}
+			}
+			if out := os.Getenv("DEVSPACE_SCREENSHOT_DIR"); out != "" {
+				if err := b.Screenshot(filepath.Join(out, fmt.Sprintf("consent-%s-%d.png", step, width))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		check("step1")
+		if err := chromedp.Do(b.Ctx(),
+			chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), apptest.Password),
+			chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`input[name="project"]`)),
+		); err != nil {
+			t.Fatal(err)
+		}
+		check("step2")
 	}
 }
