@@ -246,6 +246,7 @@ type pathName struct{ path, name string }
 var (
 	bearerRE     = regexp.MustCompile(`(?i)bearer\s+[^\s"]+`)
 	credentialRE = regexp.MustCompile(`[A-Za-z0-9_\-+/=]{32,}`)
+	secretKeyRE  = regexp.MustCompile(`(?i)password|token|secret|credential|^code$|key$`)
 	keyValueRE   = regexp.MustCompile(`(?i)((?:password|token|secret|code|key|credential)[A-Za-z_]*"?\s*[:=]\s*"?)[^\s",<][^\s",]*`)
 )
 
@@ -271,8 +272,47 @@ func newRedactor(cfg *config.Config, env Env) *redactor {
 	return r
 }
 
+// redact returns the JSON document b with every string value redacted
+// (and the value of a secret-named field replaced whole); numbers,
+// booleans and field names stay, so the result is valid JSON.
 func (r *redactor) redact(b []byte) []byte {
-	s := string(b)
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return []byte(`{"error":"the bundle could not be redacted"}` + "\n")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r.value("", v)); err != nil {
+		return []byte(`{"error":"the bundle could not be redacted"}` + "\n")
+	}
+	return buf.Bytes()
+}
+
+func (r *redactor) value(key string, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = r.value(k, e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = r.value(key, e)
+		}
+		return x
+	case string:
+		if secretKeyRE.MatchString(key) && !strings.HasPrefix(x, "<") {
+			return "<redacted>"
+		}
+		return r.text(x)
+	}
+	return v
+}
+
+// text redacts one string.
+func (r *redactor) text(s string) string {
 	for _, p := range r.paths {
 		if p.path != "" {
 			s = strings.ReplaceAll(s, p.path, p.name)
@@ -280,7 +320,7 @@ func (r *redactor) redact(b []byte) []byte {
 	}
 	s = bearerRE.ReplaceAllString(s, "Bearer <redacted>")
 	s = keyValueRE.ReplaceAllString(s, "${1}<redacted>")
-	s = credentialRE.ReplaceAllStringFunc(s, func(m string) string {
+	return credentialRE.ReplaceAllStringFunc(s, func(m string) string {
 		// Random values mix digits and letters; metric and setting names
 		// do not.
 		if strings.ContainsAny(m, "0123456789") && strings.ContainsFunc(m, func(r rune) bool { return r >= 'A' && r <= 'z' }) {
@@ -288,5 +328,4 @@ func (r *redactor) redact(b []byte) []byte {
 		}
 		return m
 	})
-	return []byte(s)
 }
