@@ -66,13 +66,7 @@ type launcherReply struct {
 // __launch`, wired by the CLI) with its socket on fd 3; it is not meant to
 // be run by hand, and args must be empty.
 func LauncherMain(args []string) int {
-	if len(args) != 0 {
-		fmt.Fprintln(os.Stderr, "devspace: __launch is internal and takes no arguments")
-		return 2
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
-		fmt.Fprintln(os.Stderr, "devspace: __launch is internal: it runs only as a child of a supervisor")
+	if !internalStart("__launch", "a supervisor", args) {
 		return 2
 	}
 	// Landlock and no_new_privs apply to the calling thread; the exec

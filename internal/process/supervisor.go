@@ -20,6 +20,22 @@ import (
 // exits and a fresh one takes its place.
 const maxSupervisorJobs = 1000
 
+// internalStart reports whether the internal subcommand name may run: it
+// takes no arguments and runs only as parent's child, with its control
+// socket on fd 3. Otherwise it says so on standard error.
+func internalStart(name, parent string, args []string) bool {
+	if len(args) != 0 {
+		fmt.Fprintf(os.Stderr, "devspace: %s is internal and takes no arguments\n", name)
+		return false
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		fmt.Fprintf(os.Stderr, "devspace: %s is internal: it runs only as a child of %s\n", name, parent)
+		return false
+	}
+	return true
+}
+
 // SupervisorMain runs a command supervisor and returns its exit status. The
 // server starts it (as `devspace __supervise`, wired by the CLI) with the
 // control socket on fd 3; it is not meant to be run by hand, and args must
@@ -35,13 +51,7 @@ const maxSupervisorJobs = 1000
 // descendant found in /proc and through cgroup.kill when the command has a
 // cgroup, repeated until no descendant remains.
 func SupervisorMain(args []string) int {
-	if len(args) != 0 {
-		fmt.Fprintln(os.Stderr, "devspace: __supervise is internal and takes no arguments")
-		return 2
-	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(ctlFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
-		fmt.Fprintln(os.Stderr, "devspace: __supervise is internal: it runs only as a child of devspace serve")
+	if !internalStart("__supervise", "devspace serve", args) {
 		return 2
 	}
 	// The thread that forks a command must outlive it (Pdeathsig is tied to
