@@ -80,9 +80,15 @@ func TestBodyBudgetGrantShare(t *testing.T) {
 		"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "20s"}})
 	_, hog := env.Grant(apptest.Approval{})
 	_, other := env.Grant(apptest.Approval{})
+	// Each held body costs what arrived plus the chunk reserved ahead of
+	// the next read: 2 × (900 KiB + 64 KiB) fits the 2 MiB share, a third
+	// large body does not.
 	for range 2 {
-		holdBody(t, env, hog.AccessToken, false, 1<<20, 1000<<10)
+		holdBody(t, env, hog.AccessToken, false, 1<<20, 900<<10)
 	}
+	// The server reads (and charges) the held bodies from its socket
+	// buffers; a probe racing those reads could take their room instead.
+	time.Sleep(3 * time.Second)
 	large := initBody + strings.Repeat(" ", 900<<10)
 	hogAuth := map[string]string{"Authorization": "Bearer " + hog.AccessToken}
 	deadline := time.Now().Add(10 * time.Second)
