@@ -246,6 +246,16 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 	return fn(a)
 }
 
+// noteUnlessJSON is where a list command says where its answer comes
+// from: standard error, but nowhere when the output is JSON for a program
+// (which may read both streams together).
+func noteUnlessJSON(stdio IO, asJSON bool) io.Writer {
+	if asJSON {
+		return nil
+	}
+	return stdio.Stderr
+}
+
 // notInitialized explains a missing state without sending the owner to
 // create a second one when a server already runs with another.
 func notInitialized(cfg *config.Config) error {
@@ -305,7 +315,7 @@ func runGrants(ctx context.Context, args []string, env Env, stdio IO) error {
 	}
 	switch sub {
 	case "list":
-		return withAdminNote(ctx, cfg, stdio.Stderr, func(adm adminAPI) error {
+		return withAdminNote(ctx, cfg, noteUnlessJSON(stdio, *asJSON), func(adm adminAPI) error {
 			grants, err := adm.ListGrants(ctx, *all)
 			if err != nil {
 				return err
@@ -422,7 +432,7 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 	// The running server's Projects first: the CLI's own environment may
 	// not name them (DEVSPACE_PROJECTS is often set only for the server).
 	var projects []control.ProjectInfo
-	err = withAdminNote(ctx, cfg, stdio.Stderr, func(adm adminAPI) error {
+	err = withAdminNote(ctx, cfg, noteUnlessJSON(stdio, *asJSON), func(adm adminAPI) error {
 		var err error
 		projects, err = adm.ListProjects(ctx)
 		return err
