@@ -181,3 +181,37 @@ func TestCompose(t *testing.T) {
 		t.Errorf("the grant works after revoke-all: %v", r.sc)
 	}
 }
+
+// TestComposeOfflineWalk is the README's registry-free compose path as an
+// owner walks it: `make image-local` builds devspace:local on the locally
+// made Debian base, then compose.yaml alone (no tunnel) runs
+// `run --rm devspace init` and `up -d devspace` with that image, and the
+// owner CLI inside answers with the Project.
+func TestComposeOfflineWalk(t *testing.T) {
+	const tag = "devspace:e2e-local"
+	mk := exec.Command("make", "--no-print-directory", "-C", repoRoot, "image-local", "LOCAL_IMAGE="+tag)
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make image-local: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
+	dirs := hostDirs(t, "walk")
+	writeFile(t, filepath.Join(dirs["walk"], "README.md"), "# walk\n", 0o644)
+	s := &stack{t: t, name: "devspace-walk-" + strings.ToLower(randomString(6)), files: []string{"compose.yaml"},
+		env: []string{"DEVSPACE_IMAGE=" + tag, "DEVSPACE_PROJECT_DIR=" + dirs["walk"], "DEVSPACE_PROJECT_LABEL=walk",
+			"TUNNEL_TOKEN=unused", "DEVSPACE_PUBLIC_BASE_URL=https://devspace.example.com"}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := s.run("logs", "--no-color", "--tail", "40")
+			t.Logf("compose logs:\n%s", out)
+		}
+		s.run("down", "--volumes", "--remove-orphans", "--timeout", "20")
+	})
+	if out := s.must("run", "--rm", "-T", "devspace", "init"); !strings.Contains(out, "Owner password") {
+		t.Fatalf("init: %s", out)
+	}
+	s.must("up", "--detach", "--wait", "--wait-timeout", "120", "devspace")
+	if out := s.must("exec", "-T", "devspace", "devspace", "projects", "list"); !strings.Contains(out, "walk") ||
+		!strings.Contains(out, "from the running server") {
+		t.Errorf("projects list in the container:\n%s", out)
+	}
+}
