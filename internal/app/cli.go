@@ -522,10 +522,23 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	} else {
 		ok("state directory %s", cfg.StateDir)
 	}
-	if _, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile); err != nil {
+	if auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile); err != nil {
 		bad("auth.json: %v", err)
 	} else {
 		ok("auth.json loads; master key present")
+		// Ask the running server first: only one that holds this state
+		// derives the same control key.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
+		cancel()
+		switch {
+		case err == nil:
+			ok("a DevSpace server answers on %s and serves this state", cfg.ControlListen)
+		case control.IsUnavailable(err):
+			ok("no server answers on %s: this state is not being served", cfg.ControlListen)
+		default:
+			warn("something answers on %s but not as a server of this state (another state directory?): %v", cfg.ControlListen, err)
+		}
 	}
 	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		bad("%s is accessible to other users (chmod 600)", store.FileName)

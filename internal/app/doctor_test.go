@@ -82,9 +82,12 @@ func TestDoctorOnlyLooks(t *testing.T) {
 	}
 
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	if _, out, _ := run(t, envOf(env), "doctor"); !strings.Contains(out, "a DevSpace server answers on") {
+		t.Fatalf("doctor with the server up:\n%s", out)
+	}
 	env.Stop()
 	before := snapshotDir(t, env.StateDir)
-	if code, out, _ := run(t, envOf(env), "doctor"); !strings.Contains(out, "database opens") {
+	if code, out, _ := run(t, envOf(env), "doctor"); !strings.Contains(out, "database opens") || !strings.Contains(out, "this state is not being served") {
 		t.Fatalf("doctor: %d\n%s", code, out)
 	}
 	if after := snapshotDir(t, env.StateDir); after != before {
