@@ -104,6 +104,11 @@ e2e: e2e-image ## end-to-end tests: the image, hardened as in compose.yaml, driv
 		DEVSPACE_E2E_BASE=$$(../deploy/image/base-image) \
 		$(GO) test -tags e2e -count=1 -timeout 20m -v .
 
+# QUIET_BUILD runs a command and drops the docker CLI's notice that the
+# legacy builder is deprecated (this machine's docker has no buildx); any
+# failure is printed in full.
+QUIET_BUILD := scripts/quiet-build
+
 # The image under test: a static binary built here on a Debian base made
 # with debootstrap (no registry is needed), plus docker compose built from
 # the Go module proxy.
@@ -111,7 +116,7 @@ e2e-image:
 	@deploy/e2e/ensure-docker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
-		docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
+		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
 			-t $(E2E_IMAGE) .
 	@docker image inspect $(E2E_IMAGE) --format 'image $(E2E_IMAGE): {{.Size}} bytes'
 	cd e2e && $(GO) build -o $(E2E_DIR)/docker-compose github.com/docker/compose/v5/cmd
@@ -126,7 +131,7 @@ image-local: ## build devspace:local for compose with no registry (local Debian 
 	@deploy/e2e/ensure-docker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
-		docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
+		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
 			$(if $(ENV_UID),--build-arg DEVSPACE_UID=$(ENV_UID)) $(if $(ENV_GID),--build-arg DEVSPACE_GID=$(ENV_GID)) \
 			-t $(LOCAL_IMAGE) .
 	@echo "built $(LOCAL_IMAGE): docker compose run --rm devspace init, then docker compose up -d devspace"
