@@ -2,6 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +86,26 @@ func TestManagedWorktrees(t *testing.T) {
 	}
 	if _, err := os.Stat(hook); !os.IsNotExist(err) {
 		t.Fatal("the hook exists in the source repository")
+	}
+	// The worktree's own .git file is repository metadata too: no patch
+	// may repoint it, whatever allowSensitive says.
+	dotgit, err := os.ReadFile(filepath.Join(dirs[0], ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(dotgit)
+	repoint := "*** Begin Patch\n*** Update File: .git\n@@\n-" + strings.TrimSuffix(string(dotgit), "\n") + "\n+gitdir: /tmp/elsewhere\n*** End Patch\n"
+	for i, allow := range []bool{false, true} {
+		sc, _ := callTool(t, cs, "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", i), "patch": repoint,
+			"ifMatch": "sha256:" + hex.EncodeToString(sum[:]), "allowSensitive": allow}, me)
+		e, _ := sc["error"].(map[string]any)
+		d, _ := e["details"].(map[string]any)
+		if errCode(sc) != "path_denied" || d["reason"] != "repository_metadata" {
+			t.Fatalf("patching the worktree's .git (allowSensitive %v): %v", allow, sc)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(dirs[0], ".git")); string(after) != string(dotgit) {
+		t.Fatal("the worktree's .git file changed")
 	}
 	// Close refuses a dirty worktree, then removes a clean one and its branch.
 	th, _ := callTool(t, cs, "project_thread_control", map[string]any{"action": "list"}, me)
