@@ -14,16 +14,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-// canonicalTemp is a symlink-free temporary directory.
-func canonicalTemp(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // TestChangesRefusesEscapingMetadata plants, for each way repository
 // metadata can point outside the root, a FIFO where Git would read: Git
 // opening it would block until the timeout, so an ErrRepositoryUnsafe
@@ -36,7 +26,7 @@ func TestChangesRefusesEscapingMetadata(t *testing.T) {
 			commitAll(t, root)
 			base := strings.TrimSpace(testutil.Git(t, root, "rev-parse", "HEAD"))
 			testutil.WriteFile(t, root, "a.txt", "b\n")
-			outside := canonicalTemp(t)
+			outside := testutil.CanonicalTempDir(t)
 			e.Plant(t, root, outside)
 
 			r := New(Options{Timeout: 5 * time.Second})
@@ -69,7 +59,7 @@ func TestChangesRunsNoRepositoryCode(t *testing.T) {
 	testutil.WriteFile(t, root, "staged.txt", "t\n")
 	testutil.Git(t, root, "add", "staged.txt")
 	testutil.WriteFile(t, root, "new.txt", "n\n")
-	markers := filepath.Join(canonicalTemp(t), "markers")
+	markers := filepath.Join(testutil.CanonicalTempDir(t), "markers")
 	testutil.PlantRepositoryCode(t, root, markers)
 
 	c := review(t, Options{}, root)
@@ -90,7 +80,7 @@ func TestChangesRunsNoFilters(t *testing.T) {
 	testutil.WriteFile(t, root, "a.txt", "a\n")
 	commitAll(t, root)
 	testutil.WriteFile(t, root, "a.txt", "b\n")
-	markers := filepath.Join(canonicalTemp(t), "markers")
+	markers := filepath.Join(testutil.CanonicalTempDir(t), "markers")
 	testutil.PlantFilters(t, root, markers)
 	if _, err := New(Options{}).Changes(t.Context(), root); !errors.Is(err, ErrUnsafeFilters) {
 		t.Errorf("Changes = %v, want ErrUnsafeFilters", err)
@@ -115,7 +105,7 @@ func TestChangesChecksSubmoduleMetadata(t *testing.T) {
 	root := testutil.NewRepo(t)
 	testutil.WriteFile(t, root, "a.txt", "a\n")
 	commitAll(t, root)
-	outside := filepath.Join(canonicalTemp(t), "repo")
+	outside := filepath.Join(testutil.CanonicalTempDir(t), "repo")
 	testutil.OutsideRepo(t, outside, false)
 	id := strings.TrimSpace(testutil.Git(t, outside, "rev-parse", "HEAD"))
 	testutil.Git(t, root, "update-index", "--add", "--cacheinfo", "160000,"+id+",sub")
@@ -181,7 +171,7 @@ func TestChangesChecksNestedRepositories(t *testing.T) {
 		testutil.WriteFile(t, root, "tracked/b.txt", "b\n")
 		testutil.WriteFile(t, root, ".gitignore", "/ignored/\n")
 		commitAll(t, root)
-		outside = filepath.Join(canonicalTemp(t), "repo")
+		outside = filepath.Join(testutil.CanonicalTempDir(t), "repo")
 		testutil.OutsideRepo(t, outside, false)
 		head := filepath.Join(outside, ".git", "HEAD")
 		if err := os.Remove(head); err != nil {

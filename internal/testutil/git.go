@@ -37,14 +37,22 @@ func Git(t testing.TB, dir string, args ...string) string {
 	return stdout.String()
 }
 
-// NewRepo returns the canonical path of a new repository with a local
-// identity, signing off and no commits.
-func NewRepo(t testing.TB) string {
+// CanonicalTempDir returns a new temporary directory by its symlink-free
+// path (what Git and the metadata checks compare against).
+func CanonicalTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// NewRepo returns the canonical path of a new repository with a local
+// identity, signing off and no commits.
+func NewRepo(t testing.TB) string {
+	t.Helper()
+	dir := CanonicalTempDir(t)
 	Git(t, dir, "init", "-q")
 	Git(t, dir, "config", "user.name", "Test")
 	Git(t, dir, "config", "user.email", "test@example.com")

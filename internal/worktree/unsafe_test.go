@@ -14,15 +14,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-func canonicalTemp(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // fastManager's Git gives up after 5 s, so a Git blocked on a planted FIFO
 // fails the test quickly instead of hanging it.
 func fastManager(t *testing.T) *Manager {
@@ -42,7 +33,7 @@ func TestRefusesEscapingMetadata(t *testing.T) {
 		t.Run(e.Name, func(t *testing.T) {
 			m := fastManager(t)
 			repo := newRepo(t, true)
-			outside := canonicalTemp(t)
+			outside := testutil.CanonicalTempDir(t)
 			e.Plant(t, repo, outside)
 			start := time.Now()
 			if err := m.Eligible(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
@@ -77,7 +68,7 @@ func TestRefusesEscapeAfterCreate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outside := canonicalTemp(t)
+		outside := testutil.CanonicalTempDir(t)
 		testutil.OutsideRepo(t, filepath.Join(outside, "repo"), true)
 		testutil.WriteFile(t, wt.Path, ".git", "gitdir: "+filepath.Join(outside, "repo", ".git")+"\n")
 		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
@@ -97,7 +88,7 @@ func TestRefusesEscapeAfterCreate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		outside := canonicalTemp(t)
+		outside := testutil.CanonicalTempDir(t)
 		for _, e := range testutil.Escapes() {
 			if e.Name == "include.path" {
 				e.Plant(t, repo, outside)
@@ -122,7 +113,7 @@ func TestRefusesEscapeAfterCreate(t *testing.T) {
 func TestRunsNoRepositoryCode(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
-	markers := filepath.Join(canonicalTemp(t), "markers")
+	markers := filepath.Join(testutil.CanonicalTempDir(t), "markers")
 	testutil.PlantRepositoryCode(t, repo, markers)
 
 	wt, err := m.Create(t.Context(), repo, "k")
@@ -143,7 +134,7 @@ func TestRunsNoRepositoryCode(t *testing.T) {
 	if got := testutil.Markers(t, markers); len(got) != 0 {
 		t.Fatalf("repository code ran: %v", got)
 	}
-	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(canonicalTemp(t), "control"))
+	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(testutil.CanonicalTempDir(t), "control"))
 	got := strings.Join(testutil.Markers(t, markers), " ")
 	for _, want := range []string{"hook-post-checkout", "hook-reference-transaction"} {
 		if !strings.Contains(got, want) {
@@ -155,7 +146,7 @@ func TestRunsNoRepositoryCode(t *testing.T) {
 func TestRunsNoFilters(t *testing.T) {
 	m := newManager(t)
 	repo := newRepo(t, true)
-	markers := filepath.Join(canonicalTemp(t), "markers")
+	markers := filepath.Join(testutil.CanonicalTempDir(t), "markers")
 	testutil.PlantFilters(t, repo, markers)
 	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("Create = %v, want ErrUnsafe", err)
@@ -163,7 +154,7 @@ func TestRunsNoFilters(t *testing.T) {
 	if got := testutil.Markers(t, markers); len(got) != 0 {
 		t.Fatalf("a filter ran: %v", got)
 	}
-	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(canonicalTemp(t), "control"))
+	testutil.Git(t, repo, "worktree", "add", "-q", filepath.Join(testutil.CanonicalTempDir(t), "control"))
 	if got := testutil.Markers(t, markers); len(got) == 0 {
 		t.Error("control: plain git worktree add ran no smudge filter")
 	}
@@ -227,7 +218,7 @@ func TestGitFileRelative(t *testing.T) {
 func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
 	m := fastManager(t)
 	repo := newRepo(t, true)
-	outside := filepath.Join(canonicalTemp(t), "repo")
+	outside := filepath.Join(testutil.CanonicalTempDir(t), "repo")
 	testutil.OutsideRepo(t, outside, false)
 	id := strings.TrimSpace(testutil.Git(t, outside, "rev-parse", "HEAD"))
 	testutil.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+id+",sub")
