@@ -178,7 +178,7 @@ func (w *fdWalk) openFinal(name string) (f *os.File, target []string, err error)
 		switch {
 		case err == nil:
 			w.names = append(w.names, name)
-			return newFile(fd, name), nil, nil
+			return os.NewFile(uintptr(fd), name), nil, nil
 		case errors.Is(err, unix.ELOOP):
 			target, err := w.follow(name)
 			if errors.Is(err, errNotLink) {
@@ -199,13 +199,8 @@ func (w *fdWalk) reopen() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFile(fd, "."), nil
+	return os.NewFile(uintptr(fd), "."), nil
 }
-
-// newFile wraps a descriptor opened with O_NONBLOCK: os.NewFile asks its
-// flags and, seeing O_NONBLOCK, tries the poller once (which refuses
-// regular files and directories); reads then work as on any file.
-func newFile(fd int, name string) *os.File { return os.NewFile(uintptr(fd), name) }
 
 // resolveElems walks todo from the directory reached so far. With open
 // set, the last element is opened (any kind of file) and returned; without
@@ -318,7 +313,7 @@ func OpenAt(dir *os.File, name string, wantDir bool) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFile(fd, name), nil
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // OpenAtFD is OpenAt on the directory descriptor dirfd, returning the bare
