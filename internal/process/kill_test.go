@@ -168,8 +168,10 @@ func TestTimeout(t *testing.T) {
 			t.Parallel()
 			m := newTestManager(t, Options{}, false)
 			marker := newMarker()
-			p := startShape(t, m, "exec1", s, marker, 1500*time.Millisecond)
-			waitDone(t, p, 10*time.Second)
+			// The timeout must outlast setting the tree up on a loaded
+			// machine (eleven shapes start at once, fork_loop spawns 51).
+			p := startShape(t, m, "exec1", s, marker, 6*time.Second)
+			waitDone(t, p, 15*time.Second)
 			assertGone(t, marker)
 			st := p.State()
 			want := StatusTimedOut

@@ -167,20 +167,44 @@ func zombieChildren() []int {
 	return out
 }
 
-// waitMarkers polls until at least n processes carry marker.
+// waitMarkers polls until at least n processes carry marker and none of
+// them is a shell's child caught between fork and exec. Such a child has
+// its parent's command line and has not yet set the dispositions it will
+// run with (a background job ignores SIGINT only once the shell set that
+// up), so a signal sent in that instant would test the wrong thing.
 func waitMarkers(t testing.TB, marker string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		got := len(markerProcs(marker))
-		if got >= n {
+		ps := markerProcs(marker)
+		if len(ps) >= n && !forkInFlight(ps) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d marked processes appeared", got, n)
+			t.Fatalf("only %d of %d marked processes appeared (or one never left fork)", len(ps), n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// forkInFlight reports whether one of pids is a child of another with
+// the same command line: forked, not yet exec'd.
+func forkInFlight(pids []int) bool {
+	cmdline := make(map[int]string, len(pids))
+	for _, pid := range pids {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		cmdline[pid] = string(b)
+	}
+	for _, pid := range pids {
+		e, ok := readProcStat(pid)
+		if !ok {
+			continue
+		}
+		if parent, marked := cmdline[e.ppid]; marked && parent == cmdline[pid] {
+			return true
+		}
+	}
+	return false
 }
 
 // assertGone checks, without waiting, that no marked process and no zombie

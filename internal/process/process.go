@@ -553,8 +553,10 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 	p.st.TreeAlive = false
 	p.changedLocked()
 	p.mu.Unlock()
-	close(p.done)
+	// Release the live slot before done is closed: a caller whose Kill
+	// returned may start the next command at once.
 	p.m.release(p)
+	close(p.done)
 }
 
 // pendingBytes returns how many bytes wait unread in a pipe or pty.
