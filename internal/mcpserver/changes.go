@@ -31,13 +31,6 @@ func (showChangesIn) schema(s *jsonschema.Schema) {
 	s.Properties["source"].Enum = []any{"repository", "apply_patch_history"}
 }
 
-func (in *showChangesIn) validate() error {
-	if in.Source != "repository" && in.Source != "apply_patch_history" {
-		return invalidInput("source must be repository or apply_patch_history")
-	}
-	return nil
-}
-
 // changedFile is one file in the summary.
 type changedFile struct {
 	Path     string `json:"path"`

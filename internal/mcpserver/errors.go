@@ -114,7 +114,7 @@ func mapError(err error) *ToolError {
 	case errors.Is(err, project.ErrPathDenied):
 		return toolErr("path_denied", catSafety, "That path is outside the Project or not allowed; use a path relative to the Project root.")
 	case errors.Is(err, operation.ErrInvalidID):
-		return invalidInput("operationId is invalid: %v", errors.Unwrap(err))
+		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 	case errors.Is(err, operation.ErrConflict):
 		return toolErr("operation_id_conflict", catConflict,
 			"This operationId was already used for a different request: use a new operationId.", "retry with a new operationId")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/files"
@@ -29,12 +31,13 @@ func (in *readFilesIn) validate() error {
 	if len(in.Files) == 0 || len(in.Files) > 8 {
 		return invalidInput("files must list 1 to 8 files")
 	}
-	for _, f := range in.Files {
-		if f.Offset < 0 || f.Limit < 0 {
-			return invalidInput("offset and limit must not be negative")
-		}
-	}
 	return nil
+}
+
+func (readFilesIn) schema(s *jsonschema.Schema) {
+	item := s.Properties["files"].Items
+	item.Properties["offset"].Minimum = jsonschema.Ptr(0.0)
+	item.Properties["limit"].Minimum = jsonschema.Ptr(0.0)
 }
 
 type readFilesOut struct {

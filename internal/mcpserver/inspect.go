@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -19,14 +21,11 @@ func (in *inspectIn) validate() error {
 	if len(in.Operations) == 0 || len(in.Operations) > 8 {
 		return invalidInput("operations must list 1 to 8 operations")
 	}
-	for _, op := range in.Operations {
-		switch op.Kind {
-		case "ls", "glob", "grep":
-		default:
-			return invalidInput("op must be ls, glob or grep")
-		}
-	}
 	return nil
+}
+
+func (inspectIn) schema(s *jsonschema.Schema) {
+	s.Properties["operations"].Items.Properties["op"].Enum = []any{"ls", "glob", "grep"}
 }
 
 type inspectOut struct {

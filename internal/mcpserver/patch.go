@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
@@ -23,6 +25,13 @@ type applyPatchIn struct {
 	Patch          string          `json:"patch" jsonschema:"Codex-format patch: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections with @@ hunks, then *** End Patch"`
 	IfMatch        json.RawMessage `json:"ifMatch" jsonschema:"for every path the patch touches: the version (or version.contentHash) from read_files, or null for must-not-exist; as an object keyed by path, or a single value when the patch touches one path"`
 	AllowSensitive bool            `json:"allowSensitive,omitempty" jsonschema:"allow changing files that look like secrets; only when the user asked for it"`
+}
+
+// schema publishes ifMatch as what parseIfMatch reads: an object keyed by
+// path, or one value (a contentHash string, a version object, or null).
+func (applyPatchIn) schema(s *jsonschema.Schema) {
+	s.Properties["ifMatch"].Types = []string{"object", "string", "null"}
+	s.Properties["ifMatch"].Items = nil
 }
 
 func (in *applyPatchIn) validate() error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/tasks"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -17,13 +16,6 @@ type saveProgressIn struct {
 	Progress    string `json:"progress" jsonschema:"what is done, what is next, open questions (at most 8 KiB); never paste logs, diffs or secrets"`
 	IfMatch     *int64 `json:"ifMatch,omitempty" jsonschema:"the revision returned by the previous save in this conversation; omit on the first save"`
 	Status      string `json:"status" jsonschema:"resumable (keep for later) or completed (the work is done)"`
-}
-
-func (in *saveProgressIn) validate() error {
-	if err := operation.ValidateID(in.OperationID); err != nil {
-		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	}
-	return nil
 }
 
 func (saveProgressIn) schema(s *jsonschema.Schema) {

@@ -62,19 +62,15 @@ type projectControlIn struct {
 func (in *projectControlIn) validate() error {
 	switch in.Action {
 	case "open", "resume":
-		if err := operation.ValidateID(in.OperationID); err != nil {
-			return invalidInput("operationId is required for %s and must be 1-128 bytes of UTF-8 without NUL", in.Action)
+		if in.OperationID == "" {
+			return invalidInput("operationId is required for %s", in.Action)
 		}
 	case "hydrate", "interrupt":
-		if in.OperationID != "" {
-			if err := operation.ValidateID(in.OperationID); err != nil {
-				return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-			}
+		// Not recorded (these do not replay), so checked here, the one
+		// place it is read.
+		if in.OperationID != "" && operation.ValidateID(in.OperationID) != nil {
+			return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 		}
-	case "":
-		return invalidInput("action is required: open, resume, hydrate or interrupt")
-	default:
-		return invalidInput("action must be open, resume, hydrate or interrupt")
 	}
 	if in.Action != "open" && (in.ProjectRef != "" || in.CheckoutKind != "") {
 		return invalidInput("projectRef and checkoutKind belong to action open")

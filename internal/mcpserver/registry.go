@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -69,7 +68,16 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 	if h, ok := any(zero).(interface{ schema(*jsonschema.Schema) }); ok {
 		h.schema(inSchema)
 	}
-	strict := strictjson.FromType(reflect.TypeFor[In]())
+	// Arguments are held to the schema the tool publishes, in the one
+	// strict scan (docs/decisions.md: validate once).
+	published, err := json.Marshal(inSchema)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+	}
+	strict, err := strictjson.Compile(published)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+	}
 	destructive, openWorld := sp.hints.destructive, sp.hints.openWorld
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,

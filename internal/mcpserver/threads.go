@@ -22,25 +22,20 @@ type threadControlIn struct {
 
 func (threadControlIn) schema(s *jsonschema.Schema) {
 	s.Properties["action"].Enum = []any{"list", "status", "activity", "archive", "complete", "close"}
+	s.Properties["waitMs"].Minimum, s.Properties["waitMs"].Maximum = jsonschema.Ptr(0.0), jsonschema.Ptr(20000.0)
 }
 
 func (in *threadControlIn) validate() error {
 	switch in.Action {
 	case "list":
 		return nil
-	case "status", "activity":
 	case "archive", "complete", "close":
 		if in.IfMatch == nil {
 			return invalidInput("%s needs ifMatch (the Thread's revision)", in.Action)
 		}
-	default:
-		return invalidInput("action must be list, status, activity, archive, complete or close")
 	}
 	if in.ThreadRef == "" {
 		return invalidInput("%s needs threadRef", in.Action)
-	}
-	if in.WaitMs < 0 || in.WaitMs > 20000 {
-		return invalidInput("waitMs must be between 0 and 20000")
 	}
 	return nil
 }

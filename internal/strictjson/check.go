@@ -113,7 +113,7 @@ type frame struct {
 func (c *checker) run(s *Schema) error {
 	c.skipSpace()
 	if c.pos == len(c.data) {
-		return nil
+		return c.checkRequired(s, nil)
 	}
 	switch b := c.data[c.pos]; b {
 	case '{':
@@ -121,7 +121,10 @@ func (c *checker) run(s *Schema) error {
 		if err := c.literal("null"); err != nil {
 			return err
 		}
-		return c.end()
+		if err := c.end(); err != nil {
+			return err
+		}
+		return c.checkRequired(s, nil)
 	default:
 		kind := ""
 		switch {
@@ -161,7 +164,15 @@ func (c *checker) value(s *Schema) error {
 	if c.pos >= len(c.data) {
 		return c.malformed("unexpected end of input")
 	}
-	switch b := c.data[c.pos]; b {
+	b := c.data[c.pos]
+	if k := kindOf(b); k == KindNumber {
+		if !s.allows(KindInteger) {
+			return c.wrongKind(s)
+		}
+	} else if !s.allows(k) {
+		return c.wrongKind(s)
+	}
+	switch b {
 	case '{', '[':
 		if len(c.stack) >= c.maxDepth {
 			return c.fail(ReasonTooDeep, "objects and arrays are nested more than "+strconv.Itoa(c.maxDepth)+" deep")
@@ -170,8 +181,12 @@ func (c *checker) value(s *Schema) error {
 		c.pos++
 		return nil
 	case '"':
-		_, _, err := c.str(false)
-		return err
+		start := c.pos
+		v, _, err := c.str(false, s.checksStrings())
+		if err != nil || !s.checksStrings() {
+			return err
+		}
+		return c.at(start, func() error { return c.checkString(s, v) })
 	case 't':
 		return c.literal("true")
 	case 'f':
@@ -180,7 +195,12 @@ func (c *checker) value(s *Schema) error {
 		return c.literal("null")
 	default:
 		if b == '-' || '0' <= b && b <= '9' {
-			return c.number()
+			start := c.pos
+			if err := c.number(); err != nil || !s.checksNumbers() {
+				return err
+			}
+			num := c.data[start:c.pos]
+			return c.at(start, func() error { return c.checkNumber(s, num) })
 		}
 		return c.malformed("expected a value")
 	}
@@ -202,6 +222,12 @@ func (c *checker) advance() (next *Schema, done bool, err error) {
 		}
 		b := c.data[c.pos]
 		if b == closer {
+			if !f.array {
+				f.hasKey = false // the problem is the object's, not its last key's
+				if err := c.checkRequired(f.schema, c.keys[f.start:]); err != nil {
+					return nil, false, err
+				}
+			}
 			c.pos++
 			c.pop()
 			continue
@@ -237,7 +263,7 @@ func (c *checker) member(f *frame) (*Schema, error) {
 	case c.data[c.pos] != '"':
 		return nil, c.malformed("expected a string key")
 	}
-	key, nul, err := c.str(true)
+	key, nul, err := c.str(true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -306,10 +332,10 @@ func (c *checker) pop() {
 	c.stack = c.stack[:len(c.stack)-1]
 }
 
-// str reads the string at c.pos. For a key it returns the decoded bytes
-// (aliasing the input when there are no escapes) and whether they contain
-// NUL.
-func (c *checker) str(key bool) (decoded []byte, nul bool, err error) {
+// str reads the string at c.pos. With decode it returns the decoded bytes
+// (aliasing the input when there are no escapes) and, for a key, whether
+// they contain NUL.
+func (c *checker) str(key, decode bool) (decoded []byte, nul bool, err error) {
 	d := c.data
 	start := c.pos + 1
 	i := start
@@ -328,7 +354,7 @@ func (c *checker) str(key bool) (decoded []byte, nul bool, err error) {
 		switch b := d[i]; {
 		case b == '"':
 			c.pos = i + 1
-			if !key {
+			if !decode {
 				return nil, false, nil
 			}
 			raw := d[start:i]
@@ -508,6 +534,18 @@ func (c *checker) number() error {
 			return c.malformed("number out of range")
 		}
 	}
+	return nil
+}
+
+// at runs check with c.pos at start (where a value began, for the error's
+// offset) and restores the position after the value when check passes.
+func (c *checker) at(start int, check func() error) error {
+	end := c.pos
+	c.pos = start
+	if err := check(); err != nil {
+		return err
+	}
+	c.pos = end
 	return nil
 }
 

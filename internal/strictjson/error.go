@@ -34,6 +34,13 @@ const (
 	// ReasonLoneSurrogate: a \uD800–\uDFFF escape is not part of a valid
 	// UTF-16 surrogate pair.
 	ReasonLoneSurrogate = "lone_surrogate"
+	// ReasonWrongType: a value is not of a kind the schema allows.
+	ReasonWrongType = "wrong_type"
+	// ReasonNotAllowed: a value is of the right kind but outside the
+	// schema's enum, range, length or pattern.
+	ReasonNotAllowed = "value_not_allowed"
+	// ReasonMissingField: an object lacks a field the schema requires.
+	ReasonMissingField = "missing_field"
 )
 
 // maxQuoted is the longest prefix of a key, in bytes, that is repeated in a

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode"
@@ -31,6 +32,24 @@ type Schema struct {
 	Items  *Schema
 	Any    bool
 	Map    *Schema
+
+	// Value constraints, checked as Check scans (see Compile, which
+	// derives them from a published JSON Schema). The zero values
+	// constrain nothing, so a Schema from FromType leaves values to the
+	// decoder.
+	//
+	// Kinds is the set of value kinds allowed here (0: any kind).
+	Kinds Kind
+	// Required lists the keys an object here must have.
+	Required []string
+	// Enum, when non-nil, lists the values a string here may take.
+	Enum []string
+	// Minimum and Maximum bound a number here, inclusively.
+	Minimum, Maximum *float64
+	// MinLength and MaxLength bound a string here, in code points.
+	MinLength, MaxLength *int
+	// Pattern, when set, must match a string here.
+	Pattern *regexp.Regexp
 }
 
 // member returns the schema of the value of key in an object described by
