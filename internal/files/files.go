@@ -74,6 +74,9 @@ const (
 	CodeTooLarge      = "too_large"
 	CodeNotRegular    = "not_regular"
 	CodeUnreadable    = "unreadable"
+	// CodeSkillNotLoaded: a skill:// path of a skill this execution has
+	// not loaded (the tool layer reads skill files).
+	CodeSkillNotLoaded = "skill_not_loaded"
 )
 
 // Line endings reported in Item.LineEnding.

@@ -189,10 +189,10 @@ func (s *Server) readFiles(ctx context.Context, c *call, in *readFilesIn) (readF
 func (s *Server) readSkillFile(ctx context.Context, w *workspace, req files.Request, allowSensitive bool) files.Item {
 	sr, rel, err := s.skills.OpenSupport(ctx, w.root, req.Path, s.loaded.get(w.exec.ID))
 	if err != nil {
-		code, msg := "not_found", "no such skill file"
+		code, msg := files.CodeNotFound, "no such skill file"
 		switch {
 		case errors.Is(err, skills.ErrNotLoaded):
-			code, msg = "skill_not_loaded", "load the skill with the skills tool first"
+			code, msg = files.CodeSkillNotLoaded, "load the skill with the skills tool first"
 		case errors.Is(err, project.ErrPathDenied):
 			code, msg = files.CodePathDenied, "that path is outside the skill"
 		}
@@ -201,7 +201,7 @@ func (s *Server) readSkillFile(ctx context.Context, w *workspace, req files.Requ
 	defer sr.Close()
 	items, err := s.files.Read(ctx, sr, []files.Request{{Path: rel, Offset: req.Offset, Limit: req.Limit}}, allowSensitive)
 	if err != nil || len(items) != 1 {
-		return files.Item{Path: req.Path, Error: &files.ItemError{Code: "unreadable", Message: "the skill file could not be read"}}
+		return files.Item{Path: req.Path, Error: &files.ItemError{Code: files.CodeUnreadable, Message: "the skill file could not be read"}}
 	}
 	items[0].Path = req.Path
 	return items[0]
