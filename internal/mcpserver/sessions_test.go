@@ -119,6 +119,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 	base := heapInUse()
 	baseG := runtime.NumGoroutine()
 	const n = 10000
+	opening := time.Now()
 	var wg sync.WaitGroup
 	var next, failed atomic.Int64
 	for range 8 {
@@ -143,7 +144,12 @@ func TestIdleSessionsExpire(t *testing.T) {
 	// against the baseline; everything the sessions held must be gone.
 	limit := base + base/4 + 4<<20 + uint64(peakG)*600
 	t.Logf("heap in use: baseline %d KiB, with %d sessions %d KiB, goroutines %d", base>>10, n, peak>>10, peakG)
-	if peak < base+8<<20 {
+	// The sessions opened first expire 20 s after they opened; on a loaded
+	// machine (a race-detector run beside other packages) opening 10,000
+	// can take longer than that, and then they are not all held at once.
+	if took := time.Since(opening); took > 10*time.Second {
+		t.Logf("opening took %s; not checking that all were held at once", took)
+	} else if peak < base+8<<20 {
 		t.Errorf("10,000 open sessions took only %d KiB; were they held?", (peak-base)>>10)
 	}
 	deadline := time.Now().Add(60 * time.Second)
