@@ -1,0 +1,190 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/devspace-dev/devspace/internal/review"
+)
+
+// Create returns the worktree for key, creating it when none is registered:
+// a new branch devspace/<short> at the commit HEAD of the Project root names
+// (a detached HEAD is fine), checked out at Dir/<repo>/<key>. An existing,
+// finished worktree for key is returned as is, whatever HEAD names now;
+// Create never makes a second one. What an earlier, cut-short Create for key
+// left behind is cleared first (see the package doc).
+//
+// Errors: those of Eligible; ErrInvalidKey; ErrConflict (wrapped) when the
+// key's path or branch is in use; review.ErrGit (wrapped) when Git failed,
+// in which case nothing of this attempt remains; the error of ctx.
+func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	src, err := m.openSource(rootPath)
+	if err != nil {
+		return nil, err
+	}
+	root := src.WorkTree
+	unlock, err := m.lock(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	head, err := m.eligible(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	wt := m.layout(root, key)
+	list, err := m.list(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := find(list, wt.Path); ok && finished(e) {
+		if wt.BaseCommit, err = m.base(ctx, src, wt.Branch); err != nil {
+			return nil, err
+		}
+		return wt, nil
+	}
+
+	if _, err := m.sweep(ctx, src, list, key, false); err != nil {
+		return nil, err
+	}
+	if err := m.checkFree(ctx, src, wt); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(filepath.Dir(wt.Path), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("worktree: create repository directory: %w", err)
+	}
+
+	// The base ref first: a kill between the two leaves a base ref without
+	// its branch, which sweep recognises as residue.
+	baseRef, branchRef := baseRefPrefix+shortOf(wt.Branch), "refs/heads/"+wt.Branch
+	if err := m.updateRef(ctx, src, baseRef, head, ""); err != nil {
+		return nil, err
+	}
+	if err := m.updateRef(ctx, src, branchRef, head, ""); err != nil {
+		m.undoCreate(ctx, src, wt, head)
+		return nil, err
+	}
+	if _, err := m.git.Run(ctx, src, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
+		m.undoCreate(ctx, src, wt, head)
+		return nil, fmt.Errorf("worktree: add worktree: %w", err)
+	}
+	if err := m.relativize(ctx, src, wt); err != nil {
+		m.undoCreate(ctx, src, wt, head)
+		return nil, err
+	}
+	wt.BaseCommit = head
+	return wt, nil
+}
+
+// relativize rewrites the .git file `git worktree add` wrote in wt
+// ("gitdir: <absolute path of the source's .git/worktrees/<name>>") with the
+// same location relative to wt, so that the file (which tools in a worktree
+// execution may show) names no host path; Git resolves a relative gitdir
+// against the directory holding the .git file. The source's back-pointer
+// (.git/worktrees/<name>/gitdir) stays absolute: Git 2.39 resolves a
+// relative one against its current directory, then reports the worktree
+// prunable and `git worktree prune` or `git gc` deletes it. The result is
+// checked like every worktree before it is used.
+func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) error {
+	dotgit := filepath.Join(wt.Path, ".git")
+	target, err := absoluteGitdir(dotgit)
+	if err != nil {
+		return err
+	}
+	if target == "" {
+		return fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
+	}
+	rel, err := filepath.Rel(wt.Path, target)
+	if err != nil {
+		return fmt.Errorf("worktree: relative gitdir: %w", err)
+	}
+	// The temporary file sits next to the worktree, not in it: left behind
+	// by a crash, it must not make the worktree dirty.
+	tmp := filepath.Join(filepath.Dir(wt.Path), "."+wt.Key+".git-tmp")
+	if err := os.WriteFile(tmp, []byte("gitdir: "+filepath.ToSlash(rel)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("worktree: write .git file: %w", err)
+	}
+	if err := os.Rename(tmp, dotgit); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("worktree: write .git file: %w", err)
+	}
+	repo, err := m.openWorktree(src, wt.Path)
+	if err != nil {
+		return err
+	}
+	return m.check(ctx, repo)
+}
+
+// undoCreate removes what a failed Create added, with its own deadline so a
+// cancelled ctx does not stop it. The path did not exist before the attempt
+// (checkFree), so whatever is there now came from it.
+func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Worktree, head string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if list, err := m.list(ctx, src); err == nil {
+		if _, ok := find(list, wt.Path); ok {
+			_, _ = m.git.Run(ctx, src, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
+		}
+	}
+	_ = os.RemoveAll(wt.Path)
+	short := shortOf(wt.Branch)
+	_ = m.updateRef(ctx, src, "refs/heads/"+wt.Branch, "", head)
+	_ = m.updateRef(ctx, src, baseRefPrefix+short, "", head)
+}
+
+// absoluteGitdir returns the target of the .git file at dotgit when it is
+// "gitdir: <absolute path>", and "" for anything else (a relative gitdir, a
+// directory, a missing file). It opens only a regular file, without
+// blocking, and reads at most 4 KiB: the worktree is a command's to change.
+func absoluteGitdir(dotgit string) (string, error) {
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	f, err := os.OpenFile(dotgit, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("worktree: read .git file: %w", err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimRight(string(data), "\n"), "gitdir: ")
+	if !ok || !filepath.IsAbs(target) {
+		return "", nil
+	}
+	return target, nil
+}
+
+// checkFree returns ErrConflict unless neither wt's path nor its refs exist.
+func (m *Manager) checkFree(ctx context.Context, src *review.Repository, wt *Worktree) error {
+	if _, err := os.Lstat(wt.Path); err == nil {
+		return fmt.Errorf("worktree: %s exists: %w", wt.Path, ErrConflict)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	for _, ref := range []string{"refs/heads/" + wt.Branch, baseRefPrefix + shortOf(wt.Branch)} {
+		id, err := m.resolveRef(ctx, src, ref)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			return fmt.Errorf("worktree: %s exists: %w", ref, ErrConflict)
+		}
+	}
+	return nil
+}
