@@ -33,13 +33,19 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect opens a stateful (2025-11-25) go-sdk session to endpoint, with a
 // bearer token unless token is "".
 func connect(ctx context.Context, endpoint, token string) (*mcp.ClientSession, error) {
+	return connectVersion(ctx, endpoint, token, "2025-11-25")
+}
+
+// connectVersion opens a go-sdk session of protocol version: 2025-11-25
+// is a stateful session, 2026-07-28 sends every call as its own request.
+func connectVersion(ctx context.Context, endpoint, token, version string) (*mcp.ClientSession, error) {
 	var rt http.RoundTripper = transport
 	if token != "" {
 		rt = bearer{token, transport}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "devspace-bench", Version: "1"}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: rt, Timeout: 60 * time.Second}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		HTTPClient: &http.Client{Transport: rt, Timeout: 60 * time.Second}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // session is one simulated conversation: an MCP session with a host

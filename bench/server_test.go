@@ -141,10 +141,13 @@ func startServer(t testing.TB, opts serverOptions) *server {
 		"DEVSPACE_OAUTH_SCOPES":        opts.Scopes,
 		"DEVSPACE_OWNER_PASSWORD_FILE": pwFile,
 		"DEVSPACE_LOG_LEVEL":           "warn",
-		"DEVSPACE_LOG_FORMAT":          "json",
-		"HOME":                         base,
-		"PATH":                         os.Getenv("PATH"),
-		"TMPDIR":                       filepath.Join(base, "tmp"),
+		// The mixed-load row runs 40 sessions on one grant; the default
+		// per-grant cap (32) would close the least recently used ones.
+		"DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "128",
+		"DEVSPACE_LOG_FORMAT":                 "json",
+		"HOME":                                base,
+		"PATH":                                os.Getenv("PATH"),
+		"TMPDIR":                              filepath.Join(base, "tmp"),
 	}
 	for k, v := range opts.Env {
 		vars[k] = v

@@ -41,6 +41,9 @@ type row struct {
 	// Goal is the highest acceptable ratio; 0 means the row is reported
 	// without a goal.
 	Goal float64 `json:"goal,omitempty"`
+	// GoalMin is the lowest acceptable ratio, for rows where more is
+	// better (throughput); 0: none.
+	GoalMin float64 `json:"goalMin,omitempty"`
 	Pass *bool   `json:"pass,omitempty"`
 	// RoundRatios are the per-round ratios of the interleaved runs (their
 	// spread shows the noise of the shared machine).
@@ -83,6 +86,10 @@ func (r *report) add(t *testing.T, rw row) {
 		pass := rw.Ratio <= rw.Goal
 		rw.Pass = &pass
 	}
+	if rw.GoalMin > 0 {
+		pass := rw.Ratio >= rw.GoalMin
+		rw.Pass = &pass
+	}
 	rw.Ours, rw.Baseline, rw.OursP99, rw.BaseP99 = round(rw.Ours, 3), round(rw.Baseline, 3), round(rw.OursP99, 3), round(rw.BaseP99, 3)
 	for i := range rw.RoundRatios {
 		rw.RoundRatios[i] = round(rw.RoundRatios[i], 2)
@@ -118,6 +125,11 @@ func (r *report) print(w *os.File) {
 		}
 		if rw.Goal > 0 {
 			goal = fmt.Sprintf("≤%.1f×", rw.Goal)
+		}
+		if rw.GoalMin > 0 {
+			goal = fmt.Sprintf("≥%.1f×", rw.GoalMin)
+		}
+		if rw.Pass != nil {
 			res = "PASS"
 			if !*rw.Pass {
 				res = "FAIL"
@@ -344,6 +356,9 @@ func TestSuite(t *testing.T) {
 		rep.add(t, row{Workload: "list_projects throughput, 16 concurrent sessions", Unit: "req/s", Ours: rps,
 			Note: fmt.Sprintf("peak RSS %.0f MiB", float64(rpsRSS)/(1<<20))})
 		ref["rps"] = rps
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			rep.add(t, throughputRow(t, srv.URL, bare, tok.AccessToken, version, 16, time.Duration(iters(3, 1))*time.Second))
+		}
 		peak, calls := mixedLoad(t, srv, tok.AccessToken, refs["alpha"], 40, time.Duration(iters(10, 3))*time.Second)
 		rep.add(t, row{Workload: "peak RSS under mixed load (40 sessions: read/inspect/exec/patch)", Unit: "MiB", Ours: float64(peak) / (1 << 20),
 			Note: fmt.Sprintf("%d calls", calls)})
@@ -367,7 +382,11 @@ func TestSuite(t *testing.T) {
 	t.Logf("results written to %s", rep.save(t, "bench"))
 	for _, rw := range rep.Rows {
 		if rw.Pass != nil && !*rw.Pass {
-			t.Logf("goal missed: %s (%.2f× > %.1f×)", rw.Workload, rw.Ratio, rw.Goal)
+			if rw.GoalMin > 0 {
+				t.Logf("goal missed: %s (%.2f× < %.1f×)", rw.Workload, rw.Ratio, rw.GoalMin)
+			} else {
+				t.Logf("goal missed: %s (%.2f× > %.1f×)", rw.Workload, rw.Ratio, rw.Goal)
+			}
 		}
 	}
 }
@@ -736,20 +755,46 @@ func sqliteRows(t *testing.T, rounds int) []row {
 // throughput runs list_projects from conc sessions for d and returns
 // calls per second and the server's peak RSS meanwhile.
 func throughput(t *testing.T, srv *server, token string, conc int, d time.Duration) (float64, int64) {
+	stopRSS := sampleRSS(srv)
+	rps := rate(t, srv.URL, token, "2025-11-25", conc, d)
+	return rps, stopRSS()
+}
+
+// throughputRow compares list_projects throughput of our server and the
+// bare go-sdk server under the same client (conc sessions of protocol
+// version) in interleaved rounds: ours, bare, bare, ours. With the
+// stateless revision (2026-07-28) every call is a fresh HTTP request.
+func throughputRow(t *testing.T, ours, bare, token, version string, conc int, d time.Duration) row {
+	var o, b float64
+	for i := range 2 {
+		if i == 0 {
+			o += rate(t, ours, token, version, conc, d)
+			b += rate(t, bare, "", version, conc, d)
+		} else {
+			b += rate(t, bare, "", version, conc, d)
+			o += rate(t, ours, token, version, conc, d)
+		}
+	}
+	return row{Workload: fmt.Sprintf("list_projects throughput, %d concurrent sessions, protocol %s", conc, version),
+		Unit: "req/s", Ours: o / 2, Baseline: b / 2, BaseName: "bare go-sdk", GoalMin: 0.8}
+}
+
+// rate runs list_projects from conc sessions of protocol version against
+// the server at base for d and returns calls per second.
+func rate(t *testing.T, base, token, version string, conc int, d time.Duration) float64 {
 	var sessions []*session
 	for i := range conc {
-		s, err := newSession(context.Background(), srv.URL+"/mcp", token, fmt.Sprintf("rps-%d", i))
+		cs, err := connectVersion(context.Background(), base+"/mcp", token, version)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s (protocol %s): %v", base, version, err)
 		}
-		sessions = append(sessions, s)
+		sessions = append(sessions, &session{cs: cs, meta: map[string]any{"openai/session": fmt.Sprintf("rps-%d", i)}})
 	}
 	defer func() {
 		for _, s := range sessions {
 			s.Close()
 		}
 	}()
-	stopRSS := sampleRSS(srv)
 	var calls atomic.Int64
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
@@ -767,7 +812,7 @@ func throughput(t *testing.T, srv *server, token string, conc int, d time.Durati
 		})
 	}
 	wg.Wait()
-	return float64(calls.Load()) / time.Since(start).Seconds(), stopRSS()
+	return float64(calls.Load()) / time.Since(start).Seconds()
 }
 
 // sampleRSS samples the server's RSS every 50 ms until the returned
