@@ -31,31 +31,26 @@ func TestReadFilesAndSkills(t *testing.T) {
 	}
 	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
 
-	sc, res := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "pkg/sub/a.go", "offset": 2, "limit": 1}}}, me)
-	if res.IsError {
-		t.Fatalf("read: %v", sc)
+	read := func(args map[string]any) readFilesView { return mustCall[readFilesView](t, cs, "read_files", args, me) }
+	one := func(path string) map[string]any { return map[string]any{"files": []any{map[string]any{"path": path}}} }
+	rf := read(map[string]any{"files": []any{map[string]any{"path": "pkg/sub/a.go", "offset": 2, "limit": 1}}})
+	if f := rf.Files[0]; f.Content != "func A() {}\n" || !strings.HasPrefix(f.Version.ContentHash, "sha256:") {
+		t.Fatalf("item: %+v", f)
 	}
-	f := sc["files"].([]any)[0].(map[string]any)
-	if f["content"] != "func A() {}\n" || !strings.HasPrefix(f["version"].(map[string]any)["contentHash"].(string), "sha256:") {
-		t.Fatalf("item: %v", f)
-	}
-	delta := sc["instructionsDelta"].([]any)
-	if len(delta) != 1 || !strings.Contains(delta[0].(map[string]any)["content"].(string), "keep pkg pure") {
-		t.Fatalf("instructionsDelta: %v", sc["instructionsDelta"])
+	if d := rf.InstructionsDelta; len(d) != 1 || !strings.Contains(d[0].Content, "keep pkg pure") {
+		t.Fatalf("instructionsDelta: %+v", d)
 	}
 	// Delivered once: a second read brings no delta.
-	sc, _ = callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "pkg/sub/a.go"}}}, me)
-	if sc["instructionsDelta"] != nil {
-		t.Fatalf("delta repeated: %v", sc["instructionsDelta"])
+	if d := read(one("pkg/sub/a.go")).InstructionsDelta; d != nil {
+		t.Fatalf("delta repeated: %+v", d)
 	}
 	// Containment: every escape is path_denied, per item, with the same
 	// message whether or not the target exists; nothing outside leaks.
 	var msgs []string
 	for _, p := range []string{"../outside-secret.txt", "/etc/passwd", "link-out", "dangling-out", "a\x00b", "../alpha_evil/x"} {
-		sc, res := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": p}}}, me)
-		item := sc["files"].([]any)[0].(map[string]any)
-		e, _ := item["error"].(map[string]any)
-		if res.IsError || e == nil || e["code"] != "path_denied" {
+		sc, _ := callTool(t, cs, "read_files", one(p), me)
+		rf, e := call[readFilesView](t, cs, "read_files", one(p), me)
+		if e != nil || rf.Files[0].Error == nil || rf.Files[0].Error.Code != "path_denied" {
 			t.Errorf("%q: %v", p, sc)
 			continue
 		}
@@ -63,43 +58,36 @@ func TestReadFilesAndSkills(t *testing.T) {
 			t.Errorf("%q leaks outside content or host paths: %v", p, sc)
 		}
 		if p == "link-out" || p == "dangling-out" {
-			msgs = append(msgs, e["message"].(string))
+			msgs = append(msgs, rf.Files[0].Error.Message)
 		}
 	}
 	if len(msgs) == 2 && msgs[0] != msgs[1] {
 		t.Errorf("existing and missing outside targets answer differently: %q vs %q", msgs[0], msgs[1])
 	}
-	sc, _ = callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": ".env"}}}, me)
-	if sc["files"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"] != "sensitive_file" {
-		t.Fatalf(".env without allowSensitive: %v", sc)
+	if f := read(one(".env")).Files[0]; f.Error == nil || f.Error.Code != "sensitive_file" {
+		t.Fatalf(".env without allowSensitive: %+v", f)
 	}
-	sc, _ = callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": ".env"}}, "allowSensitive": true}, me)
-	if sc["files"].([]any)[0].(map[string]any)["content"] != "TOKEN=xyz\n" {
-		t.Fatalf(".env with allowSensitive: %v", sc)
+	if f := read(map[string]any{"files": []any{map[string]any{"path": ".env"}}, "allowSensitive": true}).Files[0]; f.Content != "TOKEN=xyz\n" {
+		t.Fatalf(".env with allowSensitive: %+v", f)
 	}
-	if sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{}}, me); errCode(sc) != "invalid_tool_input" {
-		t.Fatalf("zero files: %v", sc)
+	if _, e := call[readFilesView](t, cs, "read_files", map[string]any{"files": []any{}}, me); e == nil || e.Code != "invalid_tool_input" {
+		t.Fatalf("zero files: %+v", e)
 	}
 
 	// Skills: search, support file refused before load, load, then readable.
-	sc, _ = callTool(t, cs, "skills", map[string]any{"query": "release"}, me)
-	found := sc["skills"].([]any)
-	if len(found) != 1 || found[0].(map[string]any)["trust"] != "repository_untrusted" {
-		t.Fatalf("skills search: %v", sc)
+	found := mustCall[skillsView](t, cs, "skills", map[string]any{"query": "release"}, me).Skills
+	if len(found) != 1 || found[0].Trust != "repository_untrusted" {
+		t.Fatalf("skills search: %+v", found)
 	}
-	id := found[0].(map[string]any)["skillId"].(string)
-	uri := "skill://" + id + "/checklist.md"
-	sc, _ = callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": uri}}}, me)
-	if sc["files"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"] != "skill_not_loaded" {
-		t.Fatalf("support file before load: %v", sc)
+	uri := "skill://" + found[0].SkillID + "/checklist.md"
+	if f := read(one(uri)).Files[0]; f.Error == nil || f.Error.Code != "skill_not_loaded" {
+		t.Fatalf("support file before load: %+v", f)
 	}
-	sc, _ = callTool(t, cs, "skills", map[string]any{"skillId": id}, me)
-	if !strings.Contains(sc["loaded"].(map[string]any)["body"].(string), "release checklist") {
-		t.Fatalf("load: %v", sc)
+	if l := mustCall[skillsView](t, cs, "skills", map[string]any{"skillId": found[0].SkillID}, me).Loaded; l == nil || !strings.Contains(l.Body, "release checklist") {
+		t.Fatalf("load: %+v", l)
 	}
-	sc, _ = callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": uri}, map[string]any{"path": "skill://" + id + "/../../../outside-secret.txt"}}}, me)
-	items := sc["files"].([]any)
-	if items[0].(map[string]any)["content"] != "1. tag\n2. push\n" || items[1].(map[string]any)["error"].(map[string]any)["code"] != "path_denied" {
-		t.Fatalf("support files: %v", sc)
+	items := read(map[string]any{"files": []any{map[string]any{"path": uri}, map[string]any{"path": "skill://" + found[0].SkillID + "/../../../outside-secret.txt"}}}).Files
+	if items[0].Content != "1. tag\n2. push\n" || items[1].Error == nil || items[1].Error.Code != "path_denied" {
+		t.Fatalf("support files: %+v", items)
 	}
 }

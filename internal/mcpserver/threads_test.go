@@ -18,16 +18,12 @@ func TestThreads(t *testing.T) {
 	me := actor("conv-1", "user-1")
 	callTool(t, csA, "project_control", map[string]any{"action": "open", "operationId": "o1"}, me)
 
-	sc, res := callTool(t, csA, "project_thread_control", map[string]any{"action": "list"}, me)
-	threads := sc["threads"].([]any)
-	if res.IsError || len(threads) != 1 {
+	sc, _ := callTool(t, csA, "project_thread_control", map[string]any{"action": "list"}, me)
+	threads := mustCall[threadControlView](t, csA, "project_thread_control", map[string]any{"action": "list"}, me).Threads
+	if len(threads) != 1 || threads[0].Status != "active" || sc["threads"].([]any)[0].(map[string]any)["projectLabel"] != "alpha" {
 		t.Fatalf("list: %v", sc)
 	}
-	th := threads[0].(map[string]any)
-	ref := th["threadRef"].(string)
-	if th["status"] != "active" || th["projectLabel"] != "alpha" {
-		t.Fatalf("thread: %v", th)
-	}
+	ref := threads[0].ThreadRef
 	// Another Actor of the same grant, and another grant, see nothing.
 	for name, tc := range map[string]struct {
 		cs   any
@@ -48,12 +44,11 @@ func TestThreads(t *testing.T) {
 		}
 	}
 	// Activity: the open entry, then a long poll woken by a checkpoint.
-	sc, _ = callTool(t, csA, "project_thread_control", map[string]any{"action": "activity", "threadRef": ref}, me)
-	acts := sc["activity"].([]any)
-	if len(acts) != 1 || acts[0].(map[string]any)["kind"] != "opened" {
-		t.Fatalf("activity: %v", sc)
+	acts := mustCall[threadControlView](t, csA, "project_thread_control", map[string]any{"action": "activity", "threadRef": ref}, me).Activity
+	if len(acts) != 1 || acts[0].Kind != "opened" {
+		t.Fatalf("activity: %+v", acts)
 	}
-	since := acts[0].(map[string]any)["seq"].(float64)
+	since := acts[0].Seq
 	var wg sync.WaitGroup
 	var polled map[string]any
 	start := time.Now()
@@ -76,21 +71,19 @@ func TestThreads(t *testing.T) {
 	if errCode(sc) != "thread_revision_conflict" {
 		t.Fatalf("stale ifMatch: %v", sc)
 	}
-	sc, _ = callTool(t, csA, "project_thread_control", map[string]any{"action": "archive", "threadRef": ref, "ifMatch": 1}, me)
-	if sc["thread"].(map[string]any)["status"] != "archived" {
-		t.Fatalf("archive: %v", sc)
-	}
-	sc, _ = callTool(t, csA, "project_thread_control", map[string]any{"action": "close", "threadRef": ref, "ifMatch": 2}, me)
-	if sc["thread"].(map[string]any)["status"] != "closed" {
-		t.Fatalf("close: %v", sc)
+	for i, status := range []string{"archived", "closed"} {
+		action := map[string]string{"archived": "archive", "closed": "close"}[status]
+		th := mustCall[threadControlView](t, csA, "project_thread_control", map[string]any{"action": action, "threadRef": ref, "ifMatch": i + 1}, me).Thread
+		if th == nil || th.Status != status {
+			t.Fatalf("%s: %+v", action, th)
+		}
 	}
 	// Closing the Thread closed its execution; the saved Task is untouched.
 	sc, _ = callTool(t, csA, "project_control", map[string]any{"action": "hydrate"}, me)
 	if errCode(sc) != "project_execution_required" {
 		t.Fatalf("execution after close: %v", sc)
 	}
-	sc, _ = callTool(t, csA, "list_projects", nil, nil)
-	if sc["projects"].([]any)[0].(map[string]any)["resumableTaskCount"] != float64(1) {
-		t.Fatalf("thread close touched the Task: %v", sc)
+	if p := mustCall[listProjectsView](t, csA, "list_projects", nil, nil).Projects; p[0].ResumableTaskCount != 1 {
+		t.Fatalf("thread close touched the Task: %+v", p)
 	}
 }
