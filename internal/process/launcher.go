@@ -43,9 +43,11 @@ func InternalMain(args []string) (code int, ok bool) {
 // confining and exec'ing is cheap (microseconds), so it is started warm,
 // ahead of need: a supervisor starts one when it starts, and again right
 // after each command's tree is gone when it is kept for the next command.
-// A warm launcher holds nothing of any command: its descriptors are
-// /dev/null, the supervisor's stderr and its own socket (fd 3), its
-// working directory is /, its environment the supervisor's; it blocks in
+// A warm launcher holds nothing of any command: the only descriptors it
+// would pass on through an exec are /dev/null, the supervisor's stderr and
+// its own socket (fd 3, close-on-exec itself; everything else is marked
+// close-on-exec: closeOnExecAbove), its working directory is /, its
+// environment the supervisor's; it blocks in
 // recvmsg on the socket until it is assigned. It dies with its supervisor
 // (parent-death signal, and parentIsSupervisor before it waits and before
 // it execs) and exits on EOF when the supervisor drops it.
