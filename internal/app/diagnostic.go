@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -243,12 +244,20 @@ type redactor struct {
 
 type pathName struct{ path, name string }
 
-var (
-	bearerRE     = regexp.MustCompile(`(?i)bearer\s+[^\s"]+`)
-	credentialRE = regexp.MustCompile(`[A-Za-z0-9_\-+/=]{32,}`)
-	secretKeyRE  = regexp.MustCompile(`(?i)password|token|secret|credential|^code$|key$`)
-	keyValueRE   = regexp.MustCompile(`(?i)((?:password|token|secret|code|key|credential)[A-Za-z_]*"?\s*[:=]\s*"?)[^\s",<][^\s",]*`)
-)
+// redactionPatterns are what the redactor looks for; they are
+// compiled on first use, not at package init: every command's launcher is
+// this binary too, and runs every package's init before it can start the
+// command (docs/performance.md, "Command start").
+type redactionPatterns struct{ bearer, credential, secretKey, keyValue *regexp.Regexp }
+
+var redaction = sync.OnceValue(func() redactionPatterns {
+	return redactionPatterns{
+		bearer:     regexp.MustCompile(`(?i)bearer\s+[^\s"]+`),
+		credential: regexp.MustCompile(`[A-Za-z0-9_\-+/=]{32,}`),
+		secretKey:  regexp.MustCompile(`(?i)password|token|secret|credential|^code$|key$`),
+		keyValue:   regexp.MustCompile(`(?i)((?:password|token|secret|code|key|credential)[A-Za-z_]*"?\s*[:=]\s*"?)[^\s",<][^\s",]*`),
+	}
+})
 
 func newRedactor(cfg *config.Config, env Env) *redactor {
 	r := &redactor{}
@@ -303,7 +312,7 @@ func (r *redactor) value(key string, v any) any {
 		}
 		return x
 	case string:
-		if secretKeyRE.MatchString(key) && !strings.HasPrefix(x, "<") {
+		if redaction().secretKey.MatchString(key) && !strings.HasPrefix(x, "<") {
 			return "<redacted>"
 		}
 		return r.text(x)
@@ -318,9 +327,9 @@ func (r *redactor) text(s string) string {
 			s = strings.ReplaceAll(s, p.path, p.name)
 		}
 	}
-	s = bearerRE.ReplaceAllString(s, "Bearer <redacted>")
-	s = keyValueRE.ReplaceAllString(s, "${1}<redacted>")
-	return credentialRE.ReplaceAllStringFunc(s, func(m string) string {
+	s = redaction().bearer.ReplaceAllString(s, "Bearer <redacted>")
+	s = redaction().keyValue.ReplaceAllString(s, "${1}<redacted>")
+	return redaction().credential.ReplaceAllStringFunc(s, func(m string) string {
 		// Random values mix digits and letters; metric and setting names
 		// do not.
 		if strings.ContainsAny(m, "0123456789") && strings.ContainsFunc(m, func(r rune) bool { return r >= 'A' && r <= 'z' }) {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,14 +27,18 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// requestIDRE matches an acceptable incoming X-Request-Id; it is
+// compiled on first use, not at package init: every command's launcher is
+// this binary too, and runs every package's init before it can start the
+// command (docs/performance.md, "Command start").
+var requestIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // requestID accepts a well-formed incoming X-Request-Id or makes one, puts
 // it in the request context and echoes it.
 func requestID() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := c.GetHeader("X-Request-Id")
-		if !requestIDRE.MatchString(id) {
+		if !requestIDRE().MatchString(id) {
 			var b [8]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
@@ -27,7 +28,11 @@ const (
 	maxProjectsForm = 256
 )
 
-var codeChallengeRE = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+// codeChallengeRE matches an RFC 7636 code challenge or verifier; it is
+// compiled on first use, not at package init: every command's launcher is
+// this binary too, and runs every package's init before it can start the
+// command (docs/performance.md, "Command start").
+var codeChallengeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`) })
 
 // authRequest is a validated authorization request awaiting consent.
 type authRequest struct {
@@ -142,7 +147,7 @@ func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*a
 	if q.Get("code_challenge_method") != "S256" {
 		return req, &authzError{"invalid_request", "code_challenge_method must be S256"}, ""
 	}
-	if !codeChallengeRE.MatchString(req.codeChallenge) {
+	if !codeChallengeRE().MatchString(req.codeChallenge) {
 		return req, &authzError{"invalid_request", "code_challenge is malformed"}, ""
 	}
 	if res, ok := q["resource"]; ok && res[0] != s.opts.Resource {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/displayname"
@@ -14,8 +15,11 @@ import (
 // The consent page is server-rendered and works without JavaScript. Its
 // CSP allows no external resource at all; form-action names the client's
 // redirect origin because the approving POST is answered with a redirect
-// there.
-var consentTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+// there. It is parsed on first use, not at package init: every
+// command's launcher is this binary too, and runs every package's init
+// before it can start the command (docs/performance.md, "Command start").
+var consentTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
@@ -71,6 +75,7 @@ small{color:#5b6475}
 {{if .Step}}<p class="terms">This access lasts until you revoke it{{if .MaxLifetime}}, and {{.MaxLifetime}} at most{{end}}; an application that stays away for {{.IdleLifetime}} has to ask again. To end it, run <code>devspace grants list</code> on the DevSpace machine, then <code>devspace grants revoke GRANT_ID</code>; <code>devspace grants revoke-all</code> ends every grant.</p>{{end}}
 </main></body></html>
 `))
+})
 
 type consentProject struct {
 	Ref, Label string
@@ -142,7 +147,7 @@ func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string,
 	h.Set("Referrer-Policy", "same-origin") // keeps Origin on our own POSTs, sends nothing cross-site
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	if err := consentTemplate.Execute(w, p); err != nil {
+	if err := consentTemplate().Execute(w, p); err != nil {
 		s.log.Error("render consent page", "err", err)
 	}
 }

@@ -205,7 +205,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 // pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
 // whose S256 transform equals challenge. Only S256 is ever issued.
 func pkceMatches(verifier, method, challenge string) bool {
-	if method != string(oauth2.CodeChallengeS256) || !codeChallengeRE.MatchString(verifier) {
+	if method != string(oauth2.CodeChallengeS256) || !codeChallengeRE().MatchString(verifier) {
 		return false
 	}
 	sum := sha256.Sum256([]byte(verifier))

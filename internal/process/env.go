@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Environment limits (docs/design.md §9).
@@ -70,7 +71,7 @@ func BaseEnv(host []string) []string {
 			continue
 		}
 		switch {
-		case baseEnvNames[name], strings.HasPrefix(name, "LC_") && envNameRE.MatchString(name):
+		case baseEnvNames[name], strings.HasPrefix(name, "LC_") && envNameRE().MatchString(name):
 			vals[name] = value
 		case proxyEnvNames[name]:
 			if !strings.Contains(value, "@") {
@@ -117,7 +118,11 @@ func envList(vals map[string]string) []string {
 	return out
 }
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envNameRE matches a portable environment variable name; it is
+// compiled on first use, not at package init: every command's launcher is
+// this binary too, and runs every package's init before it can start the
+// command (docs/performance.md, "Command start").
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // ValidateEnv checks a caller-supplied environment: at most MaxEnvEntries
 // variables and MaxEnvBytes in all, names matching ^[A-Za-z_][A-Za-z0-9_]*$,
@@ -141,7 +146,7 @@ func ValidateEnv(env map[string]string) error {
 	total := 0
 	for _, k := range names {
 		v := env[k]
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			return fmt.Errorf("%w: variable name %q is not [A-Za-z_][A-Za-z0-9_]*", ErrInvalidEnv, truncateForError(k))
 		}
 		if strings.IndexByte(v, 0) >= 0 {

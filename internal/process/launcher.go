@@ -38,14 +38,29 @@ func InternalMain(args []string) (code int, ok bool) {
 }
 
 // A launcher is the command's main process before it execs the command:
-// a re-exec of the devspace binary that its supervisor starts ahead of
-// need (starting the large binary costs milliseconds, confining it costs
-// microseconds). When assigned, it receives the command's stdio and spec
-// over its socket (fd 3, as the supervisor does), enters its own process
-// group or session, changes directory, enters the command's Landlock
-// domain on its only remaining thread of interest, reports "exec" and
-// execs the command. The socket is close-on-exec, so the supervisor reads
-// EOF after "exec" when the exec succeeded and an error line otherwise.
+// a re-exec of the devspace binary. Starting it is the expensive part (the
+// Go runtime and the package init of the whole binary: milliseconds),
+// confining and exec'ing is cheap (microseconds), so it is started warm,
+// ahead of need: a supervisor starts one when it starts, and again right
+// after each command's tree is gone when it is kept for the next command.
+// A warm launcher holds nothing of any command: the only descriptors it
+// would pass on through an exec are /dev/null, the supervisor's stderr and
+// its own socket (fd 3, close-on-exec itself; everything else is marked
+// close-on-exec: closeOnExecAbove), its working directory is /, its
+// environment the supervisor's; it blocks in
+// recvmsg on the socket until it is assigned. It dies with its supervisor
+// (parent-death signal, and parentIsSupervisor before it waits and before
+// it execs) and exits on EOF when the supervisor drops it.
+//
+// When assigned, it receives the command's stdio (SCM_RIGHTS) and spec
+// over the socket, makes the stdio its fds 0-2 (and the pty its
+// controlling terminal), changes directory, enters the command's Landlock
+// domain (and no_new_privs) on its locked thread, reports "exec" and execs
+// the command with the spec's environment; the supervisor moves it into
+// the command's cgroup before it hands the command over. It is already
+// its own session (setsid at start). The socket is close-on-exec, so the
+// supervisor reads EOF after "exec" when the exec succeeded and an error
+// line otherwise. One launcher runs one command: it becomes the command.
 // Because the launcher confines itself, the supervisor and the server stay
 // outside the domain: the command cannot signal them, nor read their /proc
 // entries.
@@ -69,10 +84,22 @@ func LauncherMain(args []string) int {
 	if !internalStart("__launch", "a supervisor", args) {
 		return 2
 	}
+	// A warm launcher waits for its command while its supervisor lives,
+	// and not a moment longer: the parent-death signal (set at fork, which
+	// also checks that the parent did not die before) kills it with its
+	// supervisor; this check refuses to wait when the supervisor died
+	// while it started, and the one before the exec refuses to run a
+	// command for a supervisor that is gone.
+	if !parentIsSupervisor() {
+		return 1
+	}
 	// Landlock and no_new_privs apply to the calling thread; the exec
 	// must come from that same thread.
 	runtime.LockOSThread()
 	syscall.CloseOnExec(ctlFD)
+	// Only the stdio it is handed reaches the command (its supervisor
+	// did the same; this is the last process before the command).
+	closeOnExecAbove(ctlFD)
 	// Its own session (and so process group) from the start: no terminal
 	// of the server's reaches the command, and the command's processes —
 	// this launcher too, should its supervisor be lost while it waits —
@@ -97,7 +124,11 @@ func LauncherMain(args []string) int {
 		return 127
 	}
 
-	stdin, output, err := recvStdio(ctlFD, true)
+	rc, err := ctl.SyscallConn()
+	if err != nil {
+		return 1
+	}
+	stdin, output, err := recvStdio(rc)
 	if err != nil {
 		return 0 // EOF: the supervisor is gone or drains its launcher
 	}
@@ -145,24 +176,49 @@ func LauncherMain(args []string) int {
 			enforced = "none"
 		}
 	}
+	if !parentIsSupervisor() {
+		return fail("supervisor", errors.New("the supervisor is gone"))
+	}
 	reply(launcherReply{Exec: true, Sandbox: enforced})
 	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
 	return fail("exec", err)
 }
 
+// launcherParentEnv carries the supervisor's PID to its launcher (only
+// to the launcher: the command's environment is the spec's).
+const launcherParentEnv = "DEVSPACE_LAUNCHER_PARENT"
+
+// parentIsSupervisor reports whether the launcher's parent is still the
+// supervisor that started it (an orphan re-parents to a subreaper).
+func parentIsSupervisor() bool {
+	return os.Getenv(launcherParentEnv) == strconv.Itoa(os.Getppid())
+}
+
 // recvStdio receives the command's stdin and output descriptors (one
-// message carrying two descriptors). Bytes without descriptors are
-// discarded. With blocking set the socket is read with plain recvmsg.
-func recvStdio(fd int, blocking bool) (stdin, output int, err error) {
+// message carrying two descriptors) on the socket behind rc, the only
+// loop that does so: a supervisor reads its control socket through the
+// poller (non-blocking, so that it can be stopped), a launcher reads its
+// blocking socket directly (rc.Read then calls recvmsg once per message).
+// Bytes without descriptors are discarded: the kernel never reads past the
+// message that carries descriptors, so the spec that follows stays unread.
+// It returns io.EOF when the peer closed the socket.
+func recvStdio(rc syscall.RawConn) (stdin, output int, err error) {
 	buf := make([]byte, 4<<10)
 	oob := make([]byte, syscall.CmsgSpace(2*4))
 	for {
-		n, oobn, _, _, err := syscall.Recvmsg(fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
-		if err == syscall.EINTR || (err == syscall.EAGAIN && blocking) {
+		var n, oobn int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_CMSG_CLOEXEC)
+			return rerr != syscall.EAGAIN
+		}); err != nil {
+			return -1, -1, err
+		}
+		if rerr == syscall.EINTR {
 			continue
 		}
-		if err != nil {
-			return -1, -1, err
+		if rerr != nil {
+			return -1, -1, rerr
 		}
 		if n == 0 {
 			return -1, -1, io.EOF
@@ -220,7 +276,7 @@ func startLauncher() (*launcherProc, error) {
 	}
 	pid, err := syscall.ForkExec(exe, []string{filepath.Base(exe), LauncherCommand}, &syscall.ProcAttr{
 		Dir:   "/",
-		Env:   append([]string{"GOMAXPROCS=1"}, os.Environ()...),
+		Env:   append([]string{"GOMAXPROCS=1", launcherParentEnv + "=" + strconv.Itoa(os.Getpid())}, os.Environ()...),
 		Files: []uintptr{uintptr(null), uintptr(null), 2, uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxSupervisorJobs bounds how many commands one supervisor runs before it
@@ -34,6 +37,23 @@ func internalStart(name, parent string, args []string) bool {
 		return false
 	}
 	return true
+}
+
+// closeOnExecAbove marks every descriptor above fd close-on-exec. The
+// server's children inherit every descriptor the server itself inherited
+// without the flag (from a shell, a test runner, a process manager), and
+// those would otherwise reach every launcher and so every command.
+func closeOnExecAbove(fd int) {
+	if unix.CloseRange(uint(fd)+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	// Before Linux 5.11: one by one.
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n > fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }
 
 // SupervisorMain runs a command supervisor and returns its exit status. The
@@ -58,6 +78,7 @@ func SupervisorMain(args []string) int {
 	// the parent thread), and the main goroutine never exits.
 	runtime.LockOSThread()
 	syscall.CloseOnExec(ctlFD)
+	closeOnExecAbove(ctlFD)
 	const prSetChildSubreaper = 36
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		fmt.Fprintln(os.Stderr, "devspace: cannot become a child subreaper:", e)
@@ -129,39 +150,13 @@ func (s *supervisor) send(ev event) {
 }
 
 // receiveStdio waits, idle, for the command's stdin and output
-// descriptors. Bytes without descriptors (requests that raced with the end
-// of the previous command) are discarded: the kernel never reads past the
-// message that carries descriptors, so the spec that follows stays unread.
+// descriptors (recvStdio).
 func (s *supervisor) receiveStdio() (stdin, output int, err error) {
 	rc, err := s.ctl.SyscallConn()
 	if err != nil {
 		return -1, -1, err
 	}
-	buf := make([]byte, 4<<10)
-	oob := make([]byte, syscall.CmsgSpace(2*4))
-	for {
-		var n, oobn int
-		var rerr error
-		if err := rc.Read(func(fd uintptr) bool {
-			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_CMSG_CLOEXEC)
-			return rerr != syscall.EAGAIN
-		}); err != nil {
-			return -1, -1, err
-		}
-		if rerr == syscall.EINTR {
-			continue
-		}
-		if rerr != nil {
-			return -1, -1, rerr
-		}
-		if n == 0 {
-			return -1, -1, io.EOF
-		}
-		if oobn == 0 {
-			continue
-		}
-		return parseStdio(oob[:oobn])
-	}
+	return recvStdio(rc)
 }
 
 // job runs one command to the end of its tree. It reports whether the
