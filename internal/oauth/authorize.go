@@ -317,17 +317,27 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, http.StatusInternalServerError, "The grant could not be saved. Try again.")
 		return
 	}
-	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
-		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(scopes, " "),
-		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256, Request: r,
-	})
+	code, err := s.issueCode(ctx, req, g)
 	if err != nil {
 		s.log.ErrorContext(ctx, "issue authorization code", "err", err)
 		s.renderError(w, http.StatusInternalServerError, "The authorization could not be completed. Try again.")
 		return
 	}
 	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
-	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {ti.GetCode()}})
+	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {code}})
+}
+
+// issueCode has the manager issue an authorization code for the stored
+// grant g, bound to req's client, redirect URI and PKCE challenge.
+func (s *Server) issueCode(ctx context.Context, req *authRequest, g *store.Grant) (string, error) {
+	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
+		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(g.Scopes, " "),
+		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256,
+	})
+	if err != nil {
+		return "", err
+	}
+	return ti.GetCode(), nil
 }
 
 // redirectWith sends the browser to a validated redirect URI with params,
