@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,8 +21,9 @@ import (
 )
 
 // exchangeRig is a Server over a real SQLite file whose statements are
-// counted, with a fake clock. The clock starts at the real time: the
-// manager still stamps codes with time.Now.
+// counted, with a fake clock deliberately far from the real time: a time
+// decision taken with time.Now instead of Options.Now shows up as a wrong
+// answer.
 type exchangeRig struct {
 	t          *testing.T
 	srv        *Server
@@ -37,7 +39,7 @@ const rigRedirect = "http://127.0.0.1:9/cb"
 func newExchangeRig(t *testing.T) *exchangeRig {
 	t.Helper()
 	ctx := context.Background()
-	r := &exchangeRig{t: t, clock: testutil.NewClock(time.Now()), secret: "dss_rig"}
+	r := &exchangeRig{t: t, clock: testutil.NewClock(time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)), secret: "dss_rig"}
 	st, err := store.Open(ctx, t.TempDir(), store.Options{Now: r.clock.Now,
 		OnStatement: func(string) { r.statements.Add(1) }})
 	if err != nil {
@@ -120,9 +122,11 @@ func (r *exchangeRig) refresh(refresh string) tokenResult {
 
 // TestTokenExchangeRoundTrips bounds the SQL statements of a successful
 // authorization-code exchange and of a refresh (BEGIN and COMMIT not
-// counted).
+// counted). Each is: read the client, read the credential with its grant
+// and the global epoch, consume the credential, insert the new pair. It
+// was 8 and 8 when the handler and the manager both loaded and checked.
 func TestTokenExchangeRoundTrips(t *testing.T) {
-	const maxCode, maxRefresh = 8, 8
+	const maxCode, maxRefresh = 4, 4
 	r := newExchangeRig(t)
 	code, verifier, _ := r.code()
 	first := r.exchange(code, verifier)
@@ -139,5 +143,116 @@ func TestTokenExchangeRoundTrips(t *testing.T) {
 	}
 	if second.Statements > maxRefresh {
 		t.Errorf("refresh ran %d statements, want at most %d", second.Statements, maxRefresh)
+	}
+}
+
+// TestExchangeUsesInjectedClock walks code and refresh-token lifetimes on
+// the fake clock alone: every decision (code expiry, refresh expiry,
+// access-token expiry at Verify) is taken with Options.Now, at the exact
+// boundary.
+func TestExchangeUsesInjectedClock(t *testing.T) {
+	ctx := context.Background()
+	t.Run("code valid until its TTL", func(t *testing.T) {
+		r := newExchangeRig(t)
+		code, verifier, _ := r.code()
+		r.clock.Advance(r.srv.opts.CodeTTL - time.Nanosecond)
+		if res := r.exchange(code, verifier); res.Status != http.StatusOK {
+			t.Fatalf("just before expiry: %+v", res)
+		}
+	})
+	t.Run("code expired at its TTL", func(t *testing.T) {
+		r := newExchangeRig(t)
+		code, verifier, grantID := r.code()
+		r.clock.Advance(r.srv.opts.CodeTTL)
+		res := r.exchange(code, verifier)
+		if res.Status != http.StatusBadRequest || res.Error != "invalid_grant" ||
+			res.Description != "the authorization code is invalid or expired" {
+			t.Fatalf("expired code: %+v", res)
+		}
+		if g, err := r.st.Grant(ctx, grantID); err != nil || g.RevokedAt != nil {
+			t.Fatalf("an expired code must not revoke its grant: %+v %v", g, err)
+		}
+	})
+	t.Run("refresh token expires with the fake clock", func(t *testing.T) {
+		r := newExchangeRig(t)
+		code, verifier, _ := r.code()
+		first := r.exchange(code, verifier)
+		if first.Status != http.StatusOK {
+			t.Fatalf("exchange: %+v", first)
+		}
+		r.clock.Advance(r.srv.opts.RefreshTTL - time.Nanosecond)
+		second := r.refresh(first.RefreshToken)
+		if second.Status != http.StatusOK {
+			t.Fatalf("refresh just before expiry: %+v", second)
+		}
+		// The rotated token's lifetime starts at the rotation, on the same clock.
+		r.clock.Advance(r.srv.opts.RefreshTTL)
+		res := r.refresh(second.RefreshToken)
+		if res.Status != http.StatusBadRequest || res.Error != "invalid_grant" ||
+			res.Description != "the refresh token is expired or revoked" {
+			t.Fatalf("expired refresh token: %+v", res)
+		}
+	})
+	t.Run("access token expiry at Verify", func(t *testing.T) {
+		r := newExchangeRig(t)
+		code, verifier, _ := r.code()
+		tok := r.exchange(code, verifier)
+		r.clock.Advance(r.srv.opts.AccessTTL - time.Nanosecond)
+		if _, err := r.srv.Verify(ctx, tok.AccessToken); err != nil {
+			t.Fatalf("just before expiry: %v", err)
+		}
+		r.clock.Advance(time.Nanosecond)
+		if _, err := r.srv.Verify(ctx, tok.AccessToken); !errors.Is(err, ErrTokenExpired) {
+			t.Fatalf("at expiry: %v", err)
+		}
+	})
+}
+
+// TestCodeUsedTwice: the second exchange of a code by its own client, with
+// its verifier, fails and revokes the grant, so the pair the first
+// exchange issued dies with it.
+func TestCodeUsedTwice(t *testing.T) {
+	ctx := context.Background()
+	r := newExchangeRig(t)
+	code, verifier, grantID := r.code()
+	first := r.exchange(code, verifier)
+	if first.Status != http.StatusOK {
+		t.Fatalf("first exchange: %+v", first)
+	}
+	second := r.exchange(code, verifier)
+	if second.Status != http.StatusBadRequest || second.Error != "invalid_grant" ||
+		second.Description != "the authorization code was already used" {
+		t.Fatalf("second exchange: %+v", second)
+	}
+	if g, err := r.st.Grant(ctx, grantID); err != nil || g.RevokeReason != "code_reuse" {
+		t.Fatalf("grant after reuse: %+v %v", g, err)
+	}
+	if _, err := r.srv.Verify(ctx, first.AccessToken); !errors.Is(err, ErrTokenRevoked) {
+		t.Fatalf("access token from the reused code: %v", err)
+	}
+	if res := r.refresh(first.RefreshToken); res.Status != http.StatusBadRequest || res.Error != "invalid_grant" {
+		t.Fatalf("refresh token from the reused code: %+v", res)
+	}
+}
+
+// TestManagerRefusesUncheckedCredentials: the storage adapters serve the
+// manager only what the token endpoint checked.
+func TestManagerRefusesUncheckedCredentials(t *testing.T) {
+	r := newExchangeRig(t)
+	code, _, _ := r.code()
+	ts := tokenStore{st: r.st, resource: r.srv.opts.Resource, now: r.clock.Now}
+	ctx := context.Background()
+	if _, err := ts.GetByCode(ctx, code); !errors.Is(err, errUnchecked) {
+		t.Errorf("GetByCode without a check: %v", err)
+	}
+	if _, err := ts.GetByRefresh(ctx, "dsr_x"); !errors.Is(err, errUnchecked) {
+		t.Errorf("GetByRefresh without a check: %v", err)
+	}
+	ci, err := clientStore{r.st}.GetByID(ctx, r.client.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.(clientInfo).VerifyPassword(r.secret) {
+		t.Errorf("a client the token endpoint did not authenticate passed VerifyPassword")
 	}
 }

@@ -85,7 +85,7 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolErro
 // authenticateClient applies the client's registered authentication: HTTP
 // Basic or client_secret_post must match the stored hash; a public client
 // ("none") may omit the secret but a presented secret must still match.
-func (s *Server) authenticateClient(r *http.Request, form url.Values) (*authenticatedClient, *protocolError) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *protocolError) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if form.Has("client_secret") {
@@ -115,50 +115,50 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*authenti
 		if c.AuthMethod != "none" {
 			return nil, &protocolError{"invalid_client", "client authentication failed"}
 		}
-		return &authenticatedClient{c, ""}, nil
+		return c, nil
 	}
 	if !secretMatches(secret, c.SecretHash) {
 		return nil, &protocolError{"invalid_client", "client authentication failed"}
 	}
-	return &authenticatedClient{c, secret}, nil
+	return c, nil
 }
 
-// authenticatedClient is a client that passed authenticateClient, with the
-// secret it presented (the library checks it again).
-type authenticatedClient struct {
-	*store.Client
-	secret string
-}
-
-func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
+// exchangeCode owns every check of an authorization-code exchange, on one
+// read of the code with its grant and with Server.now; the manager then
+// issues the pair from what was checked (see checked).
+func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
 	ctx := r.Context()
-	code := form.Get("code")
+	code, verifier := form.Get("code"), form.Get("code_verifier")
 	if code == "" {
 		writeError(w, "invalid_request", "code is required")
 		return
 	}
-	if form.Get("code_verifier") == "" {
+	if verifier == "" {
 		writeError(w, "invalid_request", "code_verifier is required (PKCE S256)")
 		return
 	}
-	row, err := s.opts.Store.TokenByCodeHash(ctx, hashSecret(code))
-	if err != nil {
+	tg, err := s.opts.Store.CodeGrant(ctx, hashSecret(code))
+	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, "invalid_grant", "the authorization code is invalid")
 		return
 	}
-	// The client and the PKCE verifier are checked before anything else,
-	// and before the library sees the code: go-oauth2's manager consumes a
-	// code before it verifies PKCE, so a wrong verifier would burn the
-	// legitimate client's code. Someone who only saw a code (another client,
-	// or no verifier) is refused and audited and can neither consume it nor
-	// revoke what it produced (RFC 9700 §4.5: only a replay by the client
-	// the code was issued to, with its verifier, revokes the grant).
+	if err != nil {
+		s.log.ErrorContext(ctx, "read authorization code", "err", err)
+		writeError(w, "server_error", "the token could not be issued")
+		return
+	}
+	row := tg.Token
+	// The client and the PKCE verifier are checked before anything else:
+	// someone who only saw a code (another client, or no verifier) is
+	// refused and audited and can neither consume it nor revoke what it
+	// produced (RFC 9700 §4.5: only a replay by the client the code was
+	// issued to, with its verifier, revokes the grant).
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_code_client_mismatch", row.GrantID, client.ID, nil)
 		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
 		return
 	}
-	if !pkceMatches(form.Get("code_verifier"), row.CodeChallengeMethod, row.CodeChallenge) {
+	if !pkceMatches(verifier, row.CodeChallengeMethod, row.CodeChallenge) {
 		s.audit(ctx, "oauth_code_verifier_mismatch", row.GrantID, client.ID, nil)
 		writeError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
 		return
@@ -172,22 +172,16 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
 		return
 	}
-	redirect := form.Get("redirect_uri")
-	if redirect == "" {
-		redirect = row.RedirectURI
-	}
-	if redirect != row.RedirectURI {
+	if redirect := form.Get("redirect_uri"); redirect != "" && redirect != row.RedirectURI {
 		writeError(w, "invalid_grant", "redirect_uri does not match the authorization request")
 		return
 	}
-	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
-		writeError(w, perr.Code, perr.Description)
+	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
+		writeError(w, "invalid_grant", "the grant was revoked or expired")
 		return
 	}
-	ti, err := s.manager.GenerateAccessToken(ctx, libGrantCode, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: client.secret, RedirectURI: redirect, Code: code,
-		CodeVerifier: form.Get("code_verifier"), Request: r,
-	})
+	ti, err := s.manager.GenerateAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: code}),
+		libGrantCode, &oauth2.TokenGenerateRequest{ClientID: client.ID, RedirectURI: row.RedirectURI, Code: code, Request: r})
 	switch {
 	case errors.Is(err, store.ErrConsumed):
 		// A concurrent exchange of the same code won the race.
@@ -219,18 +213,27 @@ func (s *Server) codeReused(ctx context.Context, row *store.Token) {
 	s.audit(ctx, "oauth_code_reuse_detected", row.GrantID, row.ClientID, nil)
 }
 
-func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
+// refresh owns every check of a refresh, on one read of the refresh token
+// with its grant and with Server.now; the manager then rotates the pair
+// from what was checked (see checked).
+func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *store.Client) {
 	ctx := r.Context()
 	rt := form.Get("refresh_token")
 	if rt == "" {
 		writeError(w, "invalid_request", "refresh_token is required")
 		return
 	}
-	row, err := s.opts.Store.TokenByRefreshHash(ctx, hashSecret(rt))
-	if err != nil {
+	tg, err := s.opts.Store.RefreshGrant(ctx, hashSecret(rt))
+	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, "invalid_grant", "the refresh token is invalid")
 		return
 	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "read refresh token", "err", err)
+		writeError(w, "server_error", "the token could not be issued")
+		return
+	}
+	row := tg.Token
 	// The library does not bind the refresh token to the client; we do.
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_refresh_client_mismatch", row.GrantID, client.ID, nil)
@@ -246,8 +249,8 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values
 		writeError(w, "invalid_grant", "the refresh token is expired or revoked")
 		return
 	}
-	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
-		writeError(w, perr.Code, perr.Description)
+	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
+		writeError(w, "invalid_grant", "the grant was revoked or expired")
 		return
 	}
 	// A refresh may narrow scope, never widen it (the library would widen).
@@ -259,10 +262,8 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values
 			return
 		}
 	}
-	ti, err := s.manager.RefreshAccessToken(ctx, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: client.secret, Refresh: rt,
-		Scope: strings.Join(requested, " "), Request: r,
-	})
+	ti, err := s.manager.RefreshAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: rt}),
+		&oauth2.TokenGenerateRequest{ClientID: client.ID, Refresh: rt, Scope: strings.Join(requested, " "), Request: r})
 	switch {
 	case errors.Is(err, store.ErrConsumed):
 		// Lost a race with a concurrent use of the same token: that is a
@@ -284,23 +285,6 @@ func (s *Server) refreshReplayed(ctx context.Context, row *store.Token) {
 	s.opts.Metrics.OAuthRefreshReplays.Inc()
 	s.revokeGrants(ctx, []string{row.GrantID}, "refresh_replay")
 	s.audit(ctx, "oauth_refresh_token_replay_detected", row.GrantID, row.ClientID, nil)
-}
-
-// checkGrantActive refuses to issue tokens for a revoked, expired or
-// superseded grant.
-func (s *Server) checkGrantActive(ctx context.Context, grantID string) *protocolError {
-	g, err := s.opts.Store.Grant(ctx, grantID)
-	if err != nil {
-		return &protocolError{"invalid_grant", "the grant no longer exists"}
-	}
-	epoch, err := s.opts.Store.GlobalEpoch(ctx)
-	if err != nil {
-		return &protocolError{"server_error", "try again"}
-	}
-	if err := s.grantUsable(g, epoch); err != nil {
-		return &protocolError{"invalid_grant", "the grant was revoked or expired"}
-	}
-	return nil
 }
 
 // tokenFailure maps library errors to RFC 6749 §5.2 errors with the right
