@@ -133,13 +133,9 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 	if verifier == "" {
 		return nil, oauthErr("invalid_request", "code_verifier is required (PKCE S256)")
 	}
-	tg, err := s.opts.Store.CodeGrant(ctx, hashSecret(code))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr("invalid_grant", "the authorization code is invalid")
-	}
-	if err != nil {
-		s.log.ErrorContext(ctx, "read authorization code", "err", err)
-		return nil, oauthErr("server_error", "the token could not be issued")
+	tg, oerr := s.readCredential(ctx, s.opts.Store.CodeGrant, code, "the authorization code is invalid")
+	if oerr != nil {
+		return nil, oerr
 	}
 	row := tg.Token
 	// The client and the PKCE verifier are checked before anything else:
@@ -182,6 +178,22 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 	return ti, nil
 }
 
+// readCredential reads a presented code or refresh token by its hash with
+// read, together with its grant; unknown describes the invalid_grant of a
+// credential that does not exist.
+func (s *Server) readCredential(ctx context.Context, read func(context.Context, string) (*store.TokenGrant, error),
+	presented, unknown string) (*store.TokenGrant, *oauthError) {
+	tg, err := read(ctx, hashSecret(presented))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr("invalid_grant", unknown)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "read credential", "err", err)
+		return nil, oauthErr("server_error", "the token could not be issued")
+	}
+	return tg, nil
+}
+
 // pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
 // whose S256 transform equals challenge. Only S256 is ever issued.
 func pkceMatches(verifier, method, challenge string) bool {
@@ -208,13 +220,9 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 	if rt == "" {
 		return nil, oauthErr("invalid_request", "refresh_token is required")
 	}
-	tg, err := s.opts.Store.RefreshGrant(ctx, hashSecret(rt))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr("invalid_grant", "the refresh token is invalid")
-	}
-	if err != nil {
-		s.log.ErrorContext(ctx, "read refresh token", "err", err)
-		return nil, oauthErr("server_error", "the token could not be issued")
+	tg, oerr := s.readCredential(ctx, s.opts.Store.RefreshGrant, rt, "the refresh token is invalid")
+	if oerr != nil {
+		return nil, oerr
 	}
 	row := tg.Token
 	// The library does not bind the refresh token to the client; we do.
