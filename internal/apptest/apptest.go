@@ -31,6 +31,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // Password is the Owner password of every test instance.
@@ -38,27 +39,6 @@ const Password = "correct horse battery staple"
 
 // FastParams keep Argon2id cheap in tests.
 var FastParams = authstate.Params{Memory: 256, Iterations: 1, Parallelism: 1}
-
-// Clock is a settable clock shared by the instance; it starts at the real
-// time and only moves when Advance is called.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // Options shape an instance.
 type Options struct {
@@ -83,7 +63,7 @@ type Env struct {
 	URL      string // public base URL
 	StateDir string
 	Roots    map[string]string // label → directory
-	Clock    *Clock
+	Clock    *testutil.Clock   // the instance's clock: starts at the real time, moves only when advanced
 	Logs     *SyncBuffer
 	App      *app.App
 	Config   *config.Config
@@ -123,7 +103,7 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	base := t.TempDir()
 	e := &Env{t: t, opts: opts, StateDir: filepath.Join(base, "state"), Roots: map[string]string{},
-		Clock: &Clock{t: time.Now()}, Logs: &SyncBuffer{}}
+		Clock: testutil.NewClock(time.Now()), Logs: &SyncBuffer{}}
 	var specs []string
 	for _, label := range opts.Projects {
 		dir := filepath.Join(base, "projects", label)

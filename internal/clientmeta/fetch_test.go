@@ -15,25 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-// fakeClock is a settable clock safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // testServer is an httptest TLS server on 127.0.0.1 that counts requests
 // and accepted connections.
@@ -389,7 +373,7 @@ func TestFetchCache(t *testing.T) {
 				}
 				serveValid(w, r)
 			})
-			clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			clock := testutil.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			f, _ := newFetcher(t, ts, Options{AllowLoopback: true, Now: clock.Now, CacheTTL: tt.cacheTTL})
 			fetch := func(wantReqs int64) {
 				t.Helper()
@@ -483,7 +467,7 @@ func TestFetchConcurrentDedup(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	f := New(Options{Now: clock.Now})
 	doc := &Document{}
 	f.mu.Lock()

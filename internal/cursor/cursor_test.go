@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 var (
@@ -18,14 +20,9 @@ var (
 	t0       = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-// fakeClock is a settable clock for tests.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.t }
-
-func newCodec(t *testing.T, key []byte) (*Codec, *fakeClock) {
+func newCodec(t *testing.T, key []byte) (*Codec, *testutil.Clock) {
 	t.Helper()
-	clk := &fakeClock{t: t0}
+	clk := testutil.NewClock(t0)
 	return New(key, Options{Now: clk.Now}), clk
 }
 
@@ -119,7 +116,7 @@ func TestDecodeErrors(t *testing.T) {
 	valid := mustEncode(t, c, bindA, claim)
 	payloadSeg := strings.Split(valid, ".")[1]
 	macStart := len(Prefix) + len(payloadSeg) + 1
-	other := New(otherKey, Options{Now: func() time.Time { return t0 }})
+	other := New(otherKey, Options{Now: testutil.NewClock(t0).Now})
 
 	tests := []struct {
 		name string
@@ -202,14 +199,14 @@ func TestCheckOrder(t *testing.T) {
 	valid := mustEncode(t, c, bindA, claim)
 	foreign := Binding{GrantID: "other"}
 
-	clk.t = t0.Add(time.Hour)
+	clk.Set(t0.Add(time.Hour))
 	if _, err := c.Decode(flip(valid, len(Prefix)+3), foreign, "changes"); !errors.Is(err, ErrTampered) {
 		t.Errorf("tampered, expired, foreign, wrong kind: err = %v, want ErrTampered", err)
 	}
 	if _, err := c.Decode(valid, foreign, "changes"); !errors.Is(err, ErrExpired) {
 		t.Errorf("expired, foreign, wrong kind: err = %v, want ErrExpired", err)
 	}
-	clk.t = t0
+	clk.Set(t0)
 	if _, err := c.Decode(valid, foreign, "changes"); !errors.Is(err, ErrForeignGrant) {
 		t.Errorf("foreign, wrong kind: err = %v, want ErrForeignGrant", err)
 	}
@@ -231,10 +228,10 @@ func TestExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &fakeClock{t: t0}
+			clk := testutil.NewClock(t0)
 			c := New(testKey, Options{TTL: tt.ttl, Now: clk.Now})
 			s := mustEncode(t, c, bindA, claim)
-			clk.t = t0.Add(tt.elapsed)
+			clk.Set(t0.Add(tt.elapsed))
 			_, err := c.Decode(s, bindA, "output")
 			if !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
 				t.Errorf("Decode after %v: err = %v, want %v", tt.elapsed, err, tt.want)

@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the FuzzDecode seed corpus under testdata/fuzz")
@@ -34,14 +35,14 @@ func fuzzSigned(c *Codec) []string {
 }
 
 func fuzzCodec() *Codec {
-	return New(testKey, Options{Now: func() time.Time { return t0 }})
+	return New(testKey, Options{Now: testutil.NewClock(t0).Now})
 }
 
 // fuzzSeeds are the seed inputs: the signed cursors and damaged variants.
 func fuzzSeeds() []string {
 	signed := fuzzSigned(fuzzCodec())
 	v := signed[0]
-	other, _ := New(otherKey, Options{Now: func() time.Time { return t0 }}).Encode(bindA, claim)
+	other, _ := New(otherKey, Options{Now: testutil.NewClock(t0).Now}).Encode(bindA, claim)
 	foreign, _ := fuzzCodec().Encode(Binding{GrantID: "g"}, claim)
 	wrongKind, _ := fuzzCodec().Encode(bindA, Claims{Kind: "changes"})
 	seeds := append([]string(nil), signed...)

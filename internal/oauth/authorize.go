@@ -57,14 +57,15 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		r.Body = http.MaxBytesReader(w, r.Body, maxConsentForm)
 		if err := r.ParseForm(); err != nil {
-			if bodyTimedOut(w, err) {
+			if oerr := bodyError(err, nil); oerr != nil {
+				writeError(w, r, oerr)
 				return
 			}
-			s.renderError(w, http.StatusBadRequest, "The form could not be read.")
+			s.renderError(w, oauthErr("invalid_request", "The form could not be read."))
 			return
 		}
 		if !s.sameOrigin(r) {
-			s.renderError(w, http.StatusForbidden, "This form was submitted from another site.")
+			s.renderError(w, oauthErr("invalid_request", "This form was submitted from another site.").withStatus(http.StatusForbidden))
 			return
 		}
 		switch {
@@ -78,18 +79,13 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodGet {
 		if err := r.ParseForm(); err != nil {
-			s.renderError(w, http.StatusBadRequest, "The authorization request could not be read.")
+			s.renderError(w, oauthErr("invalid_request", "The authorization request could not be read."))
 			return
 		}
 	}
-	req, redirectErr, pageErr := s.validateAuthorizeRequest(r.Context(), r.Form)
-	if pageErr != "" {
-		s.renderError(w, http.StatusBadRequest, pageErr)
-		return
-	}
-	if redirectErr != nil {
-		s.redirectWith(w, r, req.redirectURI, req.state, url.Values{
-			"error": {redirectErr.code}, "error_description": {redirectErr.description}})
+	req, oerr := s.validateAuthorizeRequest(r.Context(), r.Form)
+	if oerr != nil {
+		s.authorizeError(w, r, req, oerr)
 		return
 	}
 	id := randomValue("req_")
@@ -100,58 +96,68 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	s.renderPassword(w, http.StatusOK, id, req, "")
 }
 
-type authzError struct{ code, description string }
+// authorizeError answers a failed authorization request: redirected to
+// req's validated redirect URI (RFC 6749 §4.1.2.1), or shown as a page when
+// there is none (req is nil: redirecting would be an open redirect).
+func (s *Server) authorizeError(w http.ResponseWriter, r *http.Request, req *authRequest, e *oauthError) {
+	if req == nil {
+		s.renderError(w, e)
+		return
+	}
+	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"error": {e.Code}, "error_description": {e.Description}})
+}
 
 // validateAuthorizeRequest checks an authorization request. Problems with
-// the client or redirect URI are shown as a page (never redirected: that
-// would be an open redirect); the rest are redirected to the validated URI.
-func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*authRequest, *authzError, string) {
+// the client or redirect URI come without a request (see authorizeError);
+// the rest come with the request whose redirect URI was validated.
+func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*authRequest, *oauthError) {
+	page := func(msg string) (*authRequest, *oauthError) { return nil, oauthErr("invalid_request", msg) }
 	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "scope", "resource", "code_challenge", "code_challenge_method"} {
 		if len(q[k]) > 1 {
-			return nil, nil, "The authorization request repeats the parameter " + k + "."
+			return page("The authorization request repeats the parameter " + k + ".")
 		}
 	}
 	clientID := q.Get("client_id")
 	if clientID == "" {
-		return nil, nil, "The authorization request has no client_id."
+		return page("The authorization request has no client_id.")
 	}
 	client, err := s.lookupClient(ctx, clientID)
 	if err != nil {
-		return nil, nil, "This application is not registered with DevSpace (" + err.Error() + "). Remove and re-add the connector in your client."
+		return page("This application is not registered with DevSpace (" + err.Error() + "). Remove and re-add the connector in your client.")
 	}
 	redirect := q.Get("redirect_uri")
 	switch {
 	case redirect == "" && len(client.RedirectURIs) == 1:
 		redirect = client.RedirectURIs[0]
 	case redirect == "":
-		return nil, nil, "The authorization request has no redirect_uri."
+		return page("The authorization request has no redirect_uri.")
 	case !slices.Contains(client.RedirectURIs, redirect):
-		return nil, nil, "The redirect URI does not match the application's registration."
+		return page("The redirect URI does not match the application's registration.")
 	}
 	if err := s.checkRedirectURI(redirect); err != nil {
-		return nil, nil, "The redirect URI is not allowed: " + err.Error() + "."
+		return page("The redirect URI is not allowed: " + err.Error() + ".")
 	}
 	req := &authRequest{clientID: client.ID, clientName: client.Name, redirectURI: redirect,
 		state: q.Get("state"), created: s.now()}
 	if len(req.state) > maxStateLen {
 		req.state = ""
-		return req, &authzError{"invalid_request", "state is too long"}, ""
+		return req, oauthErr("invalid_request", "state is too long")
 	}
 	if rt := q.Get("response_type"); rt != "code" {
-		return req, &authzError{"unsupported_response_type", "only response_type=code is supported"}, ""
+		return req, oauthErr("unsupported_response_type", "only response_type=code is supported")
 	}
 	req.codeChallenge = q.Get("code_challenge")
 	if req.codeChallenge == "" {
-		return req, &authzError{"invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256"}, ""
+		return req, oauthErr("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
 	}
 	if q.Get("code_challenge_method") != "S256" {
-		return req, &authzError{"invalid_request", "code_challenge_method must be S256"}, ""
+		return req, oauthErr("invalid_request", "code_challenge_method must be S256")
 	}
 	if !codeChallengeRE().MatchString(req.codeChallenge) {
-		return req, &authzError{"invalid_request", "code_challenge is malformed"}, ""
+		return req, oauthErr("invalid_request", "code_challenge is malformed")
 	}
 	if res, ok := q["resource"]; ok && res[0] != s.opts.Resource {
-		return req, &authzError{"invalid_target", "resource must be " + s.opts.Resource}, ""
+		return req, oauthErr("invalid_target", "resource must be "+s.opts.Resource)
 	}
 	req.scopes = parseScopes(q.Get("scope"))
 	if len(req.scopes) == 0 {
@@ -160,10 +166,10 @@ func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*a
 	}
 	for _, sc := range req.scopes {
 		if !slices.Contains(s.opts.Scopes, sc) {
-			return req, &authzError{"invalid_scope", "scope " + sc + " is not offered by this server"}, ""
+			return req, oauthErr("invalid_scope", "scope "+sc+" is not offered by this server")
 		}
 	}
-	return req, nil, ""
+	return req, nil
 }
 
 // lookupClient finds a registered client or resolves a client ID metadata
@@ -218,7 +224,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	req := s.pending[id]
 	s.mu.Unlock()
 	if req == nil || s.now().Sub(req.created) > pendingTTL {
-		s.renderError(w, http.StatusBadRequest, "This sign-in request expired. Start again from your client.")
+		s.renderError(w, oauthErr("invalid_request", "This sign-in request expired. Start again from your client."))
 		return
 	}
 	// The attempt is reserved (and counted) before Argon2 runs: one
@@ -236,7 +242,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	done(err == nil && ok)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
-		s.renderError(w, http.StatusServiceUnavailable, "The password could not be checked. Try again.")
+		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
 		return
 	}
 	if !ok {
@@ -272,18 +278,17 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	delete(s.selections, token)
 	s.mu.Unlock()
 	if sel == nil || s.now().After(sel.expires) {
-		s.renderError(w, http.StatusBadRequest, "This consent form expired or was already used. Start again from your client.")
+		s.renderError(w, oauthErr("invalid_request", "This consent form expired or was already used. Start again from your client."))
 		return
 	}
 	req := sel.req
 	switch r.PostForm.Get("decision") {
 	case "deny":
-		s.redirectWith(w, r, req.redirectURI, req.state, url.Values{
-			"error": {"access_denied"}, "error_description": {"the owner denied the request"}})
+		s.authorizeError(w, r, req, oauthErr("access_denied", "the owner denied the request"))
 		return
 	case "approve":
 	default:
-		s.renderError(w, http.StatusBadRequest, "Choose Approve or Deny.")
+		s.renderError(w, oauthErr("invalid_request", "Choose Approve or Deny."))
 		return
 	}
 	chosenScopes := r.PostForm["scope"]
@@ -319,20 +324,30 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.opts.Store.CreateGrant(ctx, g); err != nil {
 		s.log.ErrorContext(ctx, "create grant", "err", err)
-		s.renderError(w, http.StatusInternalServerError, "The grant could not be saved. Try again.")
+		s.renderError(w, oauthErr("server_error", "The grant could not be saved. Try again."))
 		return
 	}
-	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
-		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(scopes, " "),
-		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256, Request: r,
-	})
+	code, err := s.issueCode(ctx, req, g)
 	if err != nil {
 		s.log.ErrorContext(ctx, "issue authorization code", "err", err)
-		s.renderError(w, http.StatusInternalServerError, "The authorization could not be completed. Try again.")
+		s.renderError(w, oauthErr("server_error", "The authorization could not be completed. Try again."))
 		return
 	}
 	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
-	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {ti.GetCode()}})
+	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {code}})
+}
+
+// issueCode has the manager issue an authorization code for the stored
+// grant g, bound to req's client, redirect URI and PKCE challenge.
+func (s *Server) issueCode(ctx context.Context, req *authRequest, g *store.Grant) (string, error) {
+	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
+		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(g.Scopes, " "),
+		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256,
+	})
+	if err != nil {
+		return "", err
+	}
+	return ti.GetCode(), nil
 }
 
 // redirectWith sends the browser to a validated redirect URI with params,
@@ -340,7 +355,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 func (s *Server) redirectWith(w http.ResponseWriter, r *http.Request, redirectURI, state string, params url.Values) {
 	u, err := url.Parse(redirectURI)
 	if err != nil {
-		s.renderError(w, http.StatusBadRequest, "The redirect URI is invalid.")
+		s.renderError(w, oauthErr("invalid_request", "The redirect URI is invalid."))
 		return
 	}
 	q := u.Query()

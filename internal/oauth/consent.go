@@ -152,8 +152,10 @@ func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string,
 	}
 }
 
-func (s *Server) renderError(w http.ResponseWriter, status int, msg string) {
-	s.writePage(w, status, "", consentPage{Title: "Authorization failed", Error: msg})
+// renderError shows e as the error page: its status, and its Description
+// as the message for the owner.
+func (s *Server) renderError(w http.ResponseWriter, e *oauthError) {
+	s.writePage(w, e.httpStatus(), "", consentPage{Title: "Authorization failed", Error: e.Description})
 }
 
 // clientLabel is the name the client gave, cleaned again here because rows

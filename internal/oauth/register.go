@@ -44,79 +44,70 @@ type registrationResponse struct {
 // persisted and bounded; a client_secret is always returned (some hosts
 // abandon a registration without one), also for auth method "none".
 func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
+	resp, oerr := s.register(w, r)
+	if oerr != nil {
+		writeError(w, r, oerr)
+		return
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registrationResponse, *oauthError) {
 	if addr, trusted := s.clientAddr(r); trusted {
 		if ok, wait := s.registrations.take(addr, s.now()); !ok {
 			w.Header().Set("Retry-After", retryAfterSeconds(wait))
-			writeJSON(w, http.StatusTooManyRequests, protocolError{Code: "temporarily_unavailable",
-				Description: "too many registrations from this address; try again later"})
-			return
+			return nil, oauthErr("temporarily_unavailable", "too many registrations from this address; try again later").
+				withStatus(http.StatusTooManyRequests)
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBody+1))
-	if bodyTimedOut(w, err) {
-		return
-	}
 	if err != nil {
-		writeError(w, "invalid_client_metadata", "could not read the request body")
-		return
+		return nil, bodyError(err, oauthErr("invalid_client_metadata", "could not read the request body"))
 	}
 	if len(body) > maxRegistrationBody {
-		writeError(w, "invalid_client_metadata", "registration request is too large")
-		return
+		return nil, oauthErr("invalid_client_metadata", "registration request is too large")
 	}
 	var req registrationRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, "invalid_client_metadata", "registration request must be a JSON object")
-		return
+		return nil, oauthErr("invalid_client_metadata", "registration request must be a JSON object")
 	}
-	if err := s.validateRegistration(&req); err != nil {
-		code := "invalid_client_metadata"
-		if errors.Is(err, errBadRedirect) {
-			code = "invalid_redirect_uri"
-		}
-		writeError(w, code, err.Error())
-		return
+	if oerr := s.validateRegistration(&req); oerr != nil {
+		return nil, oerr
 	}
 	secret := randomValue(prefixSecret)
 	c := &store.Client{ID: randomID(prefixClient), SecretHash: hashSecret(secret), Name: req.ClientName,
 		RedirectURIs: req.RedirectURIs, AuthMethod: req.TokenEndpointAuthMethod}
 	if err := s.opts.Store.CreateClient(r.Context(), c, registrationLimits); err != nil {
 		if errors.Is(err, store.ErrClientLimit) {
-			writeError(w, "temporarily_unavailable", "too many registered clients; try again later")
-			return
+			return nil, oauthErr("temporarily_unavailable", "too many registered clients; try again later")
 		}
 		s.log.ErrorContext(r.Context(), "register client", "err", err)
-		writeError(w, "server_error", "registration failed")
-		return
+		return nil, oauthErr("server_error", "registration failed")
 	}
 	s.log.InfoContext(r.Context(), "oauth client registered", "client_ref", s.ref(c.ID), "auth_method", c.AuthMethod)
-	writeJSON(w, http.StatusCreated, registrationResponse{
+	return &registrationResponse{
 		ClientID: c.ID, ClientSecret: secret, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientName: c.Name,
 		RedirectURIs: c.RedirectURIs, TokenEndpointAuthMethod: c.AuthMethod, GrantTypes: req.GrantTypes,
 		ResponseTypes: req.ResponseTypes, Scope: req.Scope,
-	})
+	}, nil
 }
 
-var errBadRedirect = errors.New("bad redirect uri")
-
-type redirectError struct{ msg string }
-
-func (e redirectError) Error() string { return e.msg }
-func (e redirectError) Is(t error) bool {
-	return t == errBadRedirect
-}
-
-func (s *Server) validateRegistration(req *registrationRequest) error {
+// validateRegistration checks req and fills its RFC 7591 §2 defaults; a
+// bad redirect URI is invalid_redirect_uri, anything else
+// invalid_client_metadata (RFC 7591 §3.2.2).
+func (s *Server) validateRegistration(req *registrationRequest) *oauthError {
+	badRedirect := func(d string) *oauthError { return oauthErr("invalid_redirect_uri", d) }
+	badMetadata := func(d string) *oauthError { return oauthErr("invalid_client_metadata", d) }
 	if len(req.RedirectURIs) == 0 {
-		return redirectError{"redirect_uris is required"}
+		return badRedirect("redirect_uris is required")
 	}
 	if len(req.RedirectURIs) > maxRedirectURIs {
-		return redirectError{"too many redirect_uris"}
+		return badRedirect("too many redirect_uris")
 	}
 	for _, u := range req.RedirectURIs {
 		if err := s.checkRedirectURI(u); err != nil {
-			return redirectError{err.Error()}
+			return badRedirect(err.Error())
 		}
 	}
 	req.ClientName = cleanName(req.ClientName)
@@ -125,24 +116,24 @@ func (s *Server) validateRegistration(req *registrationRequest) error {
 		req.TokenEndpointAuthMethod = "client_secret_basic" // RFC 7591 §2 default
 	case "none", "client_secret_post", "client_secret_basic":
 	default:
-		return errors.New("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic")
+		return badMetadata("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic")
 	}
 	if len(req.GrantTypes) == 0 {
 		req.GrantTypes = []string{"authorization_code", "refresh_token"}
 	}
 	for _, g := range req.GrantTypes {
 		if g != "authorization_code" && g != "refresh_token" {
-			return errors.New("grant_types may contain only authorization_code and refresh_token")
+			return badMetadata("grant_types may contain only authorization_code and refresh_token")
 		}
 	}
 	if len(req.ResponseTypes) == 0 {
 		req.ResponseTypes = []string{"code"}
 	}
 	if !slices.Equal(req.ResponseTypes, []string{"code"}) {
-		return errors.New("response_types must be [\"code\"]")
+		return badMetadata("response_types must be [\"code\"]")
 	}
 	if len(req.Scope) > 1024 {
-		return errors.New("scope is too long")
+		return badMetadata("scope is too long")
 	}
 	return nil
 }

@@ -4,12 +4,15 @@
 // PKCE S256, refresh rotation with replay detection, revocation (RFC 7009)
 // and bearer-token verification for the MCP endpoint.
 //
-// go-oauth2/oauth2/v4 supplies the manager (code issuance and exchange,
-// PKCE verification, refresh rotation) over our hash-only stores. Everything
-// it lacks or gets wrong is done here before the library sees a request:
-// exact redirect validation, client authentication on refresh, scope
-// narrowing only, single-use codes and refresh tokens, RFC 6749 error
-// statuses. Handlers are plain net/http; gin stays in httpserver.
+// go-oauth2/oauth2/v4 supplies the manager (code issuance, token issuance
+// on the code exchange, refresh rotation) over our hash-only stores. The
+// token endpoint owns every check of a presented credential, once, with
+// Options.Now: client binding, PKCE (before anything can consume the code),
+// single use, expiry, redirect URI, grant and epoch, scope narrowing. The
+// manager is handed only what passed (libstore.go) and its timestamps are
+// replaced by Options.Now, so no decision depends on its clock. Exact
+// redirect validation and RFC 6749 error statuses are ours too. Handlers
+// are plain net/http; gin stays in httpserver.
 package oauth
 
 import (
@@ -157,7 +160,7 @@ func New(opts Options) *Server {
 	}
 	m := manage.NewManager()
 	m.MapClientStorage(clientStore{opts.Store})
-	m.MapTokenStorage(tokenStore{st: opts.Store, resource: opts.Resource})
+	m.MapTokenStorage(tokenStore{st: opts.Store, resource: opts.Resource, now: opts.Now})
 	m.MapAuthorizeGenerate(codeGenerator{})
 	m.MapAccessGenerate(accessGenerator{})
 	m.SetAuthorizeCodeExp(opts.CodeTTL)

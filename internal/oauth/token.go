@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
-	liberrors "github.com/go-oauth2/oauth2/v4/errors"
 
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -29,54 +28,53 @@ type tokenResponse struct {
 
 // Token serves POST /oauth/token for authorization_code and refresh_token.
 func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
-	form, perr := readForm(w, r)
-	if perr == errBodyTimeout {
+	ti, oerr := s.token(w, r)
+	if oerr != nil {
+		writeError(w, r, oerr)
 		return
 	}
-	if perr != nil {
-		writeError(w, perr.Code, perr.Description)
-		return
+	writeJSON(w, http.StatusOK, tokenResponse{
+		AccessToken: ti.GetAccess(), TokenType: "Bearer", ExpiresIn: int64(ti.GetAccessExpiresIn().Seconds()),
+		RefreshToken: ti.GetRefresh(), Scope: ti.GetScope(),
+	})
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) (oauth2.TokenInfo, *oauthError) {
+	form, oerr := readForm(w, r)
+	if oerr != nil {
+		return nil, oerr
 	}
-	client, perr := s.authenticateClient(r, form)
-	if perr != nil {
-		if perr.Code == "invalid_client" && r.Header.Get("Authorization") != "" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="devspace"`)
-		}
-		writeError(w, perr.Code, perr.Description)
-		return
+	client, oerr := s.authenticateClient(r, form)
+	if oerr != nil {
+		return nil, oerr
 	}
 	if res, ok := form["resource"]; ok && res[0] != s.opts.Resource {
-		writeError(w, "invalid_target", "resource must be "+s.opts.Resource)
-		return
+		return nil, oauthErr("invalid_target", "resource must be "+s.opts.Resource)
 	}
 	switch form.Get("grant_type") {
 	case "authorization_code":
-		s.exchangeCode(w, r, form, client)
+		return s.exchangeCode(r, form, client)
 	case "refresh_token":
-		s.refresh(w, r, form, client)
+		return s.refresh(r, form, client)
 	case "":
-		writeError(w, "invalid_request", "grant_type is required")
-	default:
-		writeError(w, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+		return nil, oauthErr("invalid_request", "grant_type is required")
 	}
+	return nil, oauthErr("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
 }
 
 // readForm parses a bounded urlencoded body and rejects repeated
 // parameters (RFC 6749 §3.2).
-func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolError) {
+func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
-		return nil, &protocolError{"invalid_request", "the body must be application/x-www-form-urlencoded"}
+		return nil, oauthErr("invalid_request", "the body must be application/x-www-form-urlencoded")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
 	if err := r.ParseForm(); err != nil {
-		if bodyTimedOut(w, err) {
-			return nil, errBodyTimeout
-		}
-		return nil, &protocolError{"invalid_request", "the body could not be parsed"}
+		return nil, bodyError(err, oauthErr("invalid_request", "the body could not be parsed"))
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			return nil, &protocolError{"invalid_request", "parameter " + k + " is repeated"}
+			return nil, oauthErr("invalid_request", "parameter "+k+" is repeated")
 		}
 	}
 	return r.PostForm, nil
@@ -85,121 +83,115 @@ func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *protocolErro
 // authenticateClient applies the client's registered authentication: HTTP
 // Basic or client_secret_post must match the stored hash; a public client
 // ("none") may omit the secret but a presented secret must still match.
-func (s *Server) authenticateClient(r *http.Request, form url.Values) (*authenticatedClient, *protocolError) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Client, *oauthError) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if form.Has("client_secret") {
-			return nil, &protocolError{"invalid_request", "use one client authentication method"}
+			return nil, oauthErr("invalid_request", "use one client authentication method")
 		}
 		var err error
 		if id, err = url.QueryUnescape(id); err != nil {
-			return nil, &protocolError{"invalid_client", "client authentication failed"}
+			return nil, oauthErr("invalid_client", "client authentication failed")
 		}
 		if secret, err = url.QueryUnescape(secret); err != nil {
-			return nil, &protocolError{"invalid_client", "client authentication failed"}
+			return nil, oauthErr("invalid_client", "client authentication failed")
 		}
 		if fid := form.Get("client_id"); fid != "" && fid != id {
-			return nil, &protocolError{"invalid_client", "client authentication failed"}
+			return nil, oauthErr("invalid_client", "client authentication failed")
 		}
 	} else {
 		id, secret = form.Get("client_id"), form.Get("client_secret")
 	}
 	if id == "" {
-		return nil, &protocolError{"invalid_client", "client_id is required"}
+		return nil, oauthErr("invalid_client", "client_id is required")
 	}
 	c, err := s.opts.Store.Client(r.Context(), id)
 	if err != nil {
-		return nil, &protocolError{"invalid_client", "client authentication failed"}
+		return nil, oauthErr("invalid_client", "client authentication failed")
 	}
 	if secret == "" {
 		if c.AuthMethod != "none" {
-			return nil, &protocolError{"invalid_client", "client authentication failed"}
+			return nil, oauthErr("invalid_client", "client authentication failed")
 		}
-		return &authenticatedClient{c, ""}, nil
+		return c, nil
 	}
 	if !secretMatches(secret, c.SecretHash) {
-		return nil, &protocolError{"invalid_client", "client authentication failed"}
+		return nil, oauthErr("invalid_client", "client authentication failed")
 	}
-	return &authenticatedClient{c, secret}, nil
+	return c, nil
 }
 
-// authenticatedClient is a client that passed authenticateClient, with the
-// secret it presented (the library checks it again).
-type authenticatedClient struct {
-	*store.Client
-	secret string
-}
-
-func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
+// exchangeCode owns every check of an authorization-code exchange, on one
+// read of the code with its grant and with Server.now; the manager then
+// issues the pair from what was checked (see checked).
+func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Client) (oauth2.TokenInfo, *oauthError) {
 	ctx := r.Context()
-	code := form.Get("code")
+	code, verifier := form.Get("code"), form.Get("code_verifier")
 	if code == "" {
-		writeError(w, "invalid_request", "code is required")
-		return
+		return nil, oauthErr("invalid_request", "code is required")
 	}
-	if form.Get("code_verifier") == "" {
-		writeError(w, "invalid_request", "code_verifier is required (PKCE S256)")
-		return
+	if verifier == "" {
+		return nil, oauthErr("invalid_request", "code_verifier is required (PKCE S256)")
 	}
-	row, err := s.opts.Store.TokenByCodeHash(ctx, hashSecret(code))
-	if err != nil {
-		writeError(w, "invalid_grant", "the authorization code is invalid")
-		return
+	tg, oerr := s.readCredential(ctx, s.opts.Store.CodeGrant, code, "the authorization code is invalid")
+	if oerr != nil {
+		return nil, oerr
 	}
-	// The client and the PKCE verifier are checked before anything else,
-	// and before the library sees the code: go-oauth2's manager consumes a
-	// code before it verifies PKCE, so a wrong verifier would burn the
-	// legitimate client's code. Someone who only saw a code (another client,
-	// or no verifier) is refused and audited and can neither consume it nor
-	// revoke what it produced (RFC 9700 §4.5: only a replay by the client
-	// the code was issued to, with its verifier, revokes the grant).
+	row := tg.Token
+	// The client and the PKCE verifier are checked before anything else:
+	// someone who only saw a code (another client, or no verifier) is
+	// refused and audited and can neither consume it nor revoke what it
+	// produced (RFC 9700 §4.5: only a replay by the client the code was
+	// issued to, with its verifier, revokes the grant).
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_code_client_mismatch", row.GrantID, client.ID, nil)
-		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
-		return
+		return nil, oauthErr("invalid_grant", "the authorization code is invalid or expired")
 	}
-	if !pkceMatches(form.Get("code_verifier"), row.CodeChallengeMethod, row.CodeChallenge) {
+	if !pkceMatches(verifier, row.CodeChallengeMethod, row.CodeChallenge) {
 		s.audit(ctx, "oauth_code_verifier_mismatch", row.GrantID, client.ID, nil)
-		writeError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
-		return
+		return nil, oauthErr("invalid_grant", "the code_verifier does not match the code_challenge")
 	}
 	if row.CodeConsumedAt != nil {
 		s.codeReused(ctx, row)
-		writeError(w, "invalid_grant", "the authorization code was already used")
-		return
+		return nil, oauthErr("invalid_grant", "the authorization code was already used")
 	}
 	if row.RevokedAt != nil || row.CodeExpiresAt == nil || !s.now().Before(*row.CodeExpiresAt) {
-		writeError(w, "invalid_grant", "the authorization code is invalid or expired")
-		return
+		return nil, oauthErr("invalid_grant", "the authorization code is invalid or expired")
 	}
-	redirect := form.Get("redirect_uri")
-	if redirect == "" {
-		redirect = row.RedirectURI
+	if redirect := form.Get("redirect_uri"); redirect != "" && redirect != row.RedirectURI {
+		return nil, oauthErr("invalid_grant", "redirect_uri does not match the authorization request")
 	}
-	if redirect != row.RedirectURI {
-		writeError(w, "invalid_grant", "redirect_uri does not match the authorization request")
-		return
+	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
+		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
 	}
-	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
-		writeError(w, perr.Code, perr.Description)
-		return
-	}
-	ti, err := s.manager.GenerateAccessToken(ctx, libGrantCode, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: client.secret, RedirectURI: redirect, Code: code,
-		CodeVerifier: form.Get("code_verifier"), Request: r,
-	})
+	ti, err := s.manager.GenerateAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: code}),
+		libGrantCode, &oauth2.TokenGenerateRequest{ClientID: client.ID, RedirectURI: row.RedirectURI, Code: code, Request: r})
 	switch {
 	case errors.Is(err, store.ErrConsumed):
 		// A concurrent exchange of the same code won the race.
 		s.codeReused(ctx, row)
-		writeError(w, "invalid_grant", "the authorization code was already used")
-		return
+		return nil, oauthErr("invalid_grant", "the authorization code was already used")
 	case err != nil:
-		s.tokenFailure(w, r, err)
-		return
+		return nil, s.tokenFailure(r, err)
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("authorization_code").Inc()
-	s.writeTokens(w, ti)
+	return ti, nil
+}
+
+// readCredential reads a presented code or refresh token by its hash with
+// read, together with its grant; unknown describes the invalid_grant of a
+// credential that does not exist.
+func (s *Server) readCredential(ctx context.Context, read func(context.Context, string) (*store.TokenGrant, error),
+	presented, unknown string) (*store.TokenGrant, *oauthError) {
+	tg, err := read(ctx, hashSecret(presented))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthErr("invalid_grant", unknown)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "read credential", "err", err)
+		return nil, oauthErr("server_error", "the token could not be issued")
+	}
+	return tg, nil
 }
 
 // pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
@@ -219,63 +211,56 @@ func (s *Server) codeReused(ctx context.Context, row *store.Token) {
 	s.audit(ctx, "oauth_code_reuse_detected", row.GrantID, row.ClientID, nil)
 }
 
-func (s *Server) refresh(w http.ResponseWriter, r *http.Request, form url.Values, client *authenticatedClient) {
+// refresh owns every check of a refresh, on one read of the refresh token
+// with its grant and with Server.now; the manager then rotates the pair
+// from what was checked (see checked).
+func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client) (oauth2.TokenInfo, *oauthError) {
 	ctx := r.Context()
 	rt := form.Get("refresh_token")
 	if rt == "" {
-		writeError(w, "invalid_request", "refresh_token is required")
-		return
+		return nil, oauthErr("invalid_request", "refresh_token is required")
 	}
-	row, err := s.opts.Store.TokenByRefreshHash(ctx, hashSecret(rt))
-	if err != nil {
-		writeError(w, "invalid_grant", "the refresh token is invalid")
-		return
+	tg, oerr := s.readCredential(ctx, s.opts.Store.RefreshGrant, rt, "the refresh token is invalid")
+	if oerr != nil {
+		return nil, oerr
 	}
+	row := tg.Token
 	// The library does not bind the refresh token to the client; we do.
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_refresh_client_mismatch", row.GrantID, client.ID, nil)
-		writeError(w, "invalid_grant", "the refresh token was not issued to this client")
-		return
+		return nil, oauthErr("invalid_grant", "the refresh token was not issued to this client")
 	}
 	if row.RefreshConsumedAt != nil {
 		s.refreshReplayed(ctx, row)
-		writeError(w, "invalid_grant", "the refresh token was already used; the grant is revoked")
-		return
+		return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
 	}
 	if row.RevokedAt != nil || (row.RefreshExpiresAt != nil && !s.now().Before(*row.RefreshExpiresAt)) {
-		writeError(w, "invalid_grant", "the refresh token is expired or revoked")
-		return
+		return nil, oauthErr("invalid_grant", "the refresh token is expired or revoked")
 	}
-	if perr := s.checkGrantActive(ctx, row.GrantID); perr != nil {
-		writeError(w, perr.Code, perr.Description)
-		return
+	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
+		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
 	}
 	// A refresh may narrow scope, never widen it (the library would widen).
 	requested := parseScopes(form.Get("scope"))
 	have := parseScopes(row.Scope)
 	for _, sc := range requested {
 		if !slices.Contains(have, sc) {
-			writeError(w, "invalid_scope", "a refresh cannot add scope "+sc)
-			return
+			return nil, oauthErr("invalid_scope", "a refresh cannot add scope "+sc)
 		}
 	}
-	ti, err := s.manager.RefreshAccessToken(ctx, &oauth2.TokenGenerateRequest{
-		ClientID: client.ID, ClientSecret: client.secret, Refresh: rt,
-		Scope: strings.Join(requested, " "), Request: r,
-	})
+	ti, err := s.manager.RefreshAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: rt}),
+		&oauth2.TokenGenerateRequest{ClientID: client.ID, Refresh: rt, Scope: strings.Join(requested, " "), Request: r})
 	switch {
 	case errors.Is(err, store.ErrConsumed):
 		// Lost a race with a concurrent use of the same token: that is a
 		// replay as far as we can tell, so the grant ends.
 		s.refreshReplayed(ctx, row)
-		writeError(w, "invalid_grant", "the refresh token was already used; the grant is revoked")
-		return
+		return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
 	case err != nil:
-		s.tokenFailure(w, r, err)
-		return
+		return nil, s.tokenFailure(r, err)
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("refresh_token").Inc()
-	s.writeTokens(w, ti)
+	return ti, nil
 }
 
 // refreshReplayed revokes the grant a consumed refresh token belongs to,
@@ -286,85 +271,48 @@ func (s *Server) refreshReplayed(ctx context.Context, row *store.Token) {
 	s.audit(ctx, "oauth_refresh_token_replay_detected", row.GrantID, row.ClientID, nil)
 }
 
-// checkGrantActive refuses to issue tokens for a revoked, expired or
-// superseded grant.
-func (s *Server) checkGrantActive(ctx context.Context, grantID string) *protocolError {
-	g, err := s.opts.Store.Grant(ctx, grantID)
-	if err != nil {
-		return &protocolError{"invalid_grant", "the grant no longer exists"}
-	}
-	epoch, err := s.opts.Store.GlobalEpoch(ctx)
-	if err != nil {
-		return &protocolError{"server_error", "try again"}
-	}
-	if err := s.grantUsable(g, epoch); err != nil {
-		return &protocolError{"invalid_grant", "the grant was revoked or expired"}
-	}
-	return nil
-}
-
-// tokenFailure maps library errors to RFC 6749 §5.2 errors with the right
-// status (the library answers 401 for most, and 500 for a missing verifier).
-func (s *Server) tokenFailure(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, liberrors.ErrInvalidClient):
-		writeError(w, "invalid_client", "client authentication failed")
-	case errors.Is(err, liberrors.ErrMissingCodeVerifier):
-		writeError(w, "invalid_request", "code_verifier is required (PKCE S256)")
-	case errors.Is(err, liberrors.ErrInvalidCodeChallenge):
-		writeError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
-	case errors.Is(err, liberrors.ErrInvalidAuthorizeCode),
-		errors.Is(err, liberrors.ErrInvalidRefreshToken),
-		errors.Is(err, liberrors.ErrExpiredRefreshToken),
-		errors.Is(err, liberrors.ErrInvalidGrant):
-		writeError(w, "invalid_grant", "the grant is invalid or expired")
-	default:
-		s.log.ErrorContext(r.Context(), "token endpoint", "err", err)
-		writeError(w, "server_error", "the token could not be issued")
-	}
-}
-
-func (s *Server) writeTokens(w http.ResponseWriter, ti oauth2.TokenInfo) {
-	writeJSON(w, http.StatusOK, tokenResponse{
-		AccessToken: ti.GetAccess(), TokenType: "Bearer", ExpiresIn: int64(ti.GetAccessExpiresIn().Seconds()),
-		RefreshToken: ti.GetRefresh(), Scope: ti.GetScope(),
-	})
+// tokenFailure maps a manager failure. The manager is handed only checked
+// credentials (see checked), so any failure is ours: logged, server_error.
+func (s *Server) tokenFailure(r *http.Request, err error) *oauthError {
+	s.log.ErrorContext(r.Context(), "token endpoint", "err", err)
+	return oauthErr("server_error", "the token could not be issued")
 }
 
 // Revoke implements RFC 7009 for the calling client's own tokens: an access
 // token ends alone, a refresh token ends its whole grant. Unknown tokens and
 // other clients' tokens get 200 with no effect.
 func (s *Server) Revoke(w http.ResponseWriter, r *http.Request) {
-	form, perr := readForm(w, r)
-	if perr == errBodyTimeout {
+	if oerr := s.revoke(w, r); oerr != nil {
+		writeError(w, r, oerr)
 		return
 	}
-	if perr != nil {
-		writeError(w, perr.Code, perr.Description)
-		return
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) *oauthError {
+	form, oerr := readForm(w, r)
+	if oerr != nil {
+		return oerr
 	}
-	client, perr := s.authenticateClient(r, form)
-	if perr != nil {
-		writeError(w, perr.Code, perr.Description)
-		return
+	client, oerr := s.authenticateClient(r, form)
+	if oerr != nil {
+		return oerr
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		writeError(w, "invalid_request", "token is required")
-		return
+		return oauthErr("invalid_request", "token is required")
 	}
 	ctx := r.Context()
 	h := hashSecret(tok)
 	if row, err := s.opts.Store.TokenByAccessHash(ctx, h); err == nil && row.ClientID == client.ID {
 		if _, err := s.opts.Store.RevokeAccessToken(ctx, client.ID, h); err != nil {
 			s.log.ErrorContext(ctx, "revoke access token", "err", err)
-			writeError(w, "server_error", "revocation failed")
-			return
+			return oauthErr("server_error", "revocation failed")
 		}
 	} else if row, err := s.opts.Store.TokenByRefreshHash(ctx, h); err == nil && row.ClientID == client.ID {
 		s.revokeGrants(ctx, []string{row.GrantID}, "client_revoked")
 		s.audit(ctx, "grant_revoked", row.GrantID, client.ID, map[string]any{"by": "client"})
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	return nil
 }

@@ -14,27 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-// clock is a settable clock shared by the store and the Service.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func openStore(t *testing.T, dir string, clk *clock) *store.Store {
+func openStore(t *testing.T, dir string, clk *testutil.Clock) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), dir, store.Options{Now: clk.Now})
 	if err != nil {
@@ -44,9 +27,9 @@ func openStore(t *testing.T, dir string, clk *clock) *store.Store {
 	return st
 }
 
-func newService(t *testing.T) (*Service, *store.Store, *clock) {
+func newService(t *testing.T) (*Service, *store.Store, *testutil.Clock) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
 	st := openStore(t, t.TempDir(), clk)
 	return New(st, Options{}), st, clk
 }
@@ -211,7 +194,7 @@ func TestDoWaiterHonoursContext(t *testing.T) {
 
 func TestDoCrashLeavesOutcomeUnknown(t *testing.T) {
 	dir := t.TempDir()
-	clk := &clock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
 	st, err := store.Open(context.Background(), dir, store.Options{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -373,13 +356,13 @@ func TestPrune(t *testing.T) {
 	var n atomic.Int64
 	do(t, s, key, "sha256:a", counter(&n, "first"))
 
-	clk.Add(DefaultTTL - time.Second)
+	clk.Advance(DefaultTTL - time.Second)
 	if got, err := s.Prune(context.Background()); err != nil || got != 0 {
 		t.Fatalf("Prune before TTL = %d, %v; want 0", got, err)
 	}
 	checkOutcome(t, "before TTL", do(t, s, key, "sha256:a", counter(&n, "second")), outcome{Result: "first", Replayed: true})
 
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if got, err := s.Prune(context.Background()); err != nil || got != 1 {
 		t.Fatalf("Prune at TTL = %d, %v; want 1", got, err)
 	}
@@ -391,11 +374,11 @@ func TestPrune(t *testing.T) {
 }
 
 func TestTTLOption(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
 	s := New(openStore(t, t.TempDir(), clk), Options{TTL: time.Minute})
 	var n atomic.Int64
 	do(t, s, key, "sha256:a", counter(&n, "first"))
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	// Expired but not pruned: still treated as gone.
 	checkOutcome(t, "after custom TTL", do(t, s, key, "sha256:a", counter(&n, "second")), outcome{Result: "second"})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // rig is a real store and a real process manager's spool (no command is
@@ -21,14 +22,14 @@ import (
 type rig struct {
 	t     *testing.T
 	dir   string
-	now   time.Time
+	clock *testutil.Clock
 	st    *store.Store
 	spool *process.Manager
 }
 
 func newRig(t *testing.T, maxSpool int64) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), now: time.Now().UTC()}
+	r := &rig{t: t, dir: t.TempDir(), clock: testutil.NewClock(time.Now().UTC())}
 	r.open(maxSpool)
 	return r
 }
@@ -36,7 +37,7 @@ func newRig(t *testing.T, maxSpool int64) *rig {
 // open (re)opens the store and manager, as a server start does.
 func (r *rig) open(maxSpool int64) {
 	t := r.t
-	st, err := store.Open(context.Background(), r.dir, store.Options{Now: func() time.Time { return r.now }})
+	st, err := store.Open(context.Background(), r.dir, store.Options{Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +71,12 @@ func (r *rig) command(ret *retention.Retention, ref, exec string, content []byte
 	r.spool.AdoptOutput(ref, int64(len(content)))
 	ctx := context.Background()
 	if err := ret.Started(ctx, &retention.Record{OutputRef: "out_" + ref, ProcessRef: "prc_" + ref, SpoolID: ref,
-		GrantID: "g1", ExecutionID: exec, ProjectRef: "p1", StartedAt: r.now}); err != nil {
+		GrantID: "g1", ExecutionID: exec, ProjectRef: "p1", StartedAt: r.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if finished {
 		code := 0
-		st := process.State{Status: process.StatusExited, ExitCode: &code, EndedAt: r.now, Revision: 7,
+		st := process.State{Status: process.StatusExited, ExitCode: &code, EndedAt: r.clock.Now(), Revision: 7,
 			OutputBytes: int64(len(content)), RetainedBytes: int64(len(content))}
 		if err := ret.Finished(ctx, "out_"+ref, ref, st, nil); err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestTruncatedTailKept(t *testing.T) {
 	ret := r.retention()
 	r.command(ret, "big", "e1", []byte("head of it"), false)
 	tail := bytes.Repeat([]byte("z"), 1000)
-	st := process.State{Status: process.StatusExited, EndedAt: r.now, OutputBytes: 5000, RetainedBytes: 10, Truncated: true}
+	st := process.State{Status: process.StatusExited, EndedAt: r.clock.Now(), OutputBytes: 5000, RetainedBytes: 10, Truncated: true}
 	if err := ret.Finished(context.Background(), "out_big", "big", st, tail); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +175,9 @@ func TestSweep(t *testing.T) {
 	ctx := context.Background()
 	// Expiry: 24 h after the end.
 	r.command(ret, "old", "e1", []byte("x"), true)
-	r.now = r.now.Add(23 * time.Hour)
+	r.clock.Advance(23 * time.Hour)
 	r.command(ret, "young", "e1", []byte("y"), true)
-	r.now = r.now.Add(2 * time.Hour)
+	r.clock.Advance(2 * time.Hour)
 	if err := ret.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +187,9 @@ func TestSweep(t *testing.T) {
 	// Near the cap (over 90%) the oldest ended output goes until 75%;
 	// a running command's output is never retired.
 	r.command(ret, "running", "e1", bytes.Repeat([]byte("r"), 300), false)
-	r.now = r.now.Add(time.Second)
+	r.clock.Advance(time.Second)
 	r.command(ret, "a", "e1", bytes.Repeat([]byte("a"), 300), true)
-	r.now = r.now.Add(time.Second)
+	r.clock.Advance(time.Second)
 	r.command(ret, "b", "e1", bytes.Repeat([]byte("b"), 300), true)
 	if err := ret.Sweep(ctx); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(r.dir, "output", "late.out"), []byte("late"), 0o600)
-	err := ret.Finished(ctx, "out_late", "late", process.State{Status: process.StatusExited, EndedAt: r.now}, nil)
+	err := ret.Finished(ctx, "out_late", "late", process.State{Status: process.StatusExited, EndedAt: r.clock.Now()}, nil)
 	if !errors.Is(err, retention.ErrNotFound) || len(r.files()) != 0 {
 		t.Fatalf("late finish: %v, files %v", err, r.files())
 	}
@@ -236,7 +237,7 @@ func TestRecordBound(t *testing.T) {
 	r := newRig(t, 1<<20)
 	ret := r.retention()
 	for i := range 12 {
-		r.now = r.now.Add(time.Second)
+		r.clock.Advance(time.Second)
 		r.command(ret, fmt.Sprintf("c%02d", i), "e1", []byte("x"), true)
 	}
 	r.command(ret, "running", "e1", []byte("r"), false)

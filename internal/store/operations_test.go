@@ -9,29 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-// testClock is a settable clock for tests; safe for concurrent use.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func openTestStore(t *testing.T) (*Store, *testClock) {
+func openTestStore(t *testing.T) (*Store, *testutil.Clock) {
 	t.Helper()
-	clk := &testClock{t: time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC))
 	s, err := Open(context.Background(), t.TempDir(), Options{Now: clk.Now})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -65,7 +49,7 @@ func TestReserveOperation(t *testing.T) {
 	}
 
 	// A second reservation, even with another hash, returns the stored row.
-	clk.Add(time.Minute)
+	clk.Advance(time.Minute)
 	again, created, err := s.ReserveOperation(ctx, opKey, "sha256:2", time.Hour)
 	if err != nil || created {
 		t.Fatalf("second ReserveOperation: created = %v, err = %v; want false, nil", created, err)
@@ -129,7 +113,7 @@ func TestOperationTransitions(t *testing.T) {
 	s, clk := openTestStore(t)
 
 	mustReserve(t, s, opKey, "sha256:1")
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if err := s.CompleteOperation(ctx, opKey, []byte(`{"ok":true}`)); err != nil {
 		t.Fatalf("CompleteOperation: %v", err)
 	}
@@ -225,7 +209,7 @@ func TestPruneOperations(t *testing.T) {
 	s, clk := openTestStore(t)
 	start := clk.Now()
 	mustReserve(t, s, opKey, "sha256:1") // expires start+1h
-	clk.Add(30 * time.Minute)
+	clk.Advance(30 * time.Minute)
 	k2 := opKey
 	k2.OperationID = "op-2"
 	mustReserve(t, s, k2, "sha256:2") // expires start+90m
@@ -256,11 +240,11 @@ func TestReserveReplacesExpired(t *testing.T) {
 	if err := s.CompleteOperation(ctx, opKey, []byte("old")); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(time.Hour - time.Nanosecond)
+	clk.Advance(time.Hour - time.Nanosecond)
 	if _, created, err := s.ReserveOperation(ctx, opKey, "sha256:2", time.Hour); err != nil || created {
 		t.Fatalf("before expiry: created = %v, err = %v", created, err)
 	}
-	clk.Add(time.Nanosecond)
+	clk.Advance(time.Nanosecond)
 	op := mustReserve(t, s, opKey, "sha256:2")
 	if op.State != OperationPending || op.Result != nil || op.RequestHash != "sha256:2" {
 		t.Errorf("replaced row: %+v", op)

@@ -40,6 +40,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// OnStatement, when set, is called after every SQL statement the store
+	// runs (not BEGIN or COMMIT), with the statement's text. Tests count
+	// round trips with it; nil means no hook.
+	OnStatement func(sql string)
 }
 
 // Open opens (creating if needed) STATE_DIR/devspace.db with WAL, a busy
@@ -91,6 +95,12 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
+	if opts.OnStatement != nil {
+		if err := observeStatements(db, opts.OnStatement); err != nil {
+			sqlDB.Close()
+			return nil, err
+		}
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -128,6 +138,26 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Now returns the store's clock reading (UTC).
 func (s *Store) Now() time.Time { return s.now() }
+
+// observeStatements registers fn after each of gorm's statement
+// callbacks.
+func observeStatements(db *gorm.DB, fn func(sql string)) error {
+	after := func(tx *gorm.DB) { fn(tx.Statement.SQL.String()) }
+	cb := db.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("devspace:statement", after),
+		cb.Query().After("gorm:query").Register("devspace:statement", after),
+		cb.Update().After("gorm:update").Register("devspace:statement", after),
+		cb.Delete().After("gorm:delete").Register("devspace:statement", after),
+		cb.Row().After("gorm:row").Register("devspace:statement", after),
+		cb.Raw().After("gorm:raw").Register("devspace:statement", after),
+	} {
+		if err != nil {
+			return fmt.Errorf("register statement hook: %w", err)
+		}
+	}
+	return nil
+}
 
 func notFound(err error) error {
 	if errors.Is(err, gorm.ErrRecordNotFound) {

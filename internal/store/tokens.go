@@ -103,6 +103,34 @@ func (r tokenRow) toToken() *Token {
 // already consumed (a replay, or a concurrent refresh that
 // won the race) nothing is inserted and ErrConsumed is returned.
 func (s *Store) CreateToken(ctx context.Context, t *Token) error {
+	if t.ParentID == 0 {
+		return s.insertToken(ctx, t, nil)
+	}
+	return s.insertToken(ctx, t, func(tx *gorm.DB) *gorm.DB {
+		return tx.Model(&tokenRow{}).
+			Where("id = ? AND refresh_consumed_at IS NULL AND revoked_at IS NULL", t.ParentID).
+			Updates(map[string]any{"refresh_consumed_at": s.now(), "revoked_at": s.now()})
+	})
+}
+
+// ExchangeCode inserts t, the pair issued for the authorization code held
+// by row codeID, and sets t.ID. The code is consumed in the same
+// transaction with a conditional update: exactly one exchange of a code
+// succeeds, and a code is never consumed without its pair being stored.
+// Every other attempt gets ErrConsumed and inserts nothing (also when the
+// code's grant was revoked).
+func (s *Store) ExchangeCode(ctx context.Context, codeID int64, t *Token) error {
+	return s.insertToken(ctx, t, func(tx *gorm.DB) *gorm.DB {
+		return tx.Model(&tokenRow{}).
+			Where("id = ? AND code_consumed_at IS NULL AND revoked_at IS NULL", codeID).
+			Update("code_consumed_at", s.now())
+	})
+}
+
+// insertToken inserts t in a transaction that first runs consume (when
+// set), a conditional update that must change one row or the insert is
+// abandoned with ErrConsumed.
+func (s *Store) insertToken(ctx context.Context, t *Token, consume func(tx *gorm.DB) *gorm.DB) error {
 	row := tokenRow{GrantID: t.GrantID, ClientID: t.ClientID, Scope: t.Scope, RedirectURI: t.RedirectURI,
 		Resource: t.Resource, CodeHash: nullable(t.CodeHash), CodeChallenge: t.CodeChallenge,
 		CodeChallengeMethod: t.CodeChallengeMethod, CodeCreatedAt: t.CodeCreatedAt, CodeExpiresAt: t.CodeExpiresAt,
@@ -111,11 +139,9 @@ func (s *Store) CreateToken(ctx context.Context, t *Token) error {
 	if t.ParentID != 0 {
 		row.ParentID = &t.ParentID
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if t.ParentID != 0 {
-			res := tx.Model(&tokenRow{}).
-				Where("id = ? AND refresh_consumed_at IS NULL AND revoked_at IS NULL", t.ParentID).
-				Updates(map[string]any{"refresh_consumed_at": s.now(), "revoked_at": s.now()})
+	insert := func(tx *gorm.DB) error {
+		if consume != nil {
+			res := consume(tx)
 			if res.Error != nil {
 				return res.Error
 			}
@@ -124,7 +150,13 @@ func (s *Store) CreateToken(ctx context.Context, t *Token) error {
 			}
 		}
 		return tx.Create(&row).Error
-	})
+	}
+	var err error
+	if consume == nil {
+		err = insert(s.db.WithContext(ctx))
+	} else {
+		err = s.db.WithContext(ctx).Transaction(insert)
+	}
 	if err != nil {
 		if errors.Is(err, ErrConsumed) {
 			return err
@@ -146,12 +178,6 @@ func (s *Store) tokenBy(ctx context.Context, column, hash string) (*Token, error
 	return row.toToken(), nil
 }
 
-// TokenByCodeHash returns the issuance holding that code hash, whatever its
-// state, or ErrNotFound.
-func (s *Store) TokenByCodeHash(ctx context.Context, hash string) (*Token, error) {
-	return s.tokenBy(ctx, "code_hash", hash)
-}
-
 // TokenByAccessHash returns the issuance holding that access-token hash,
 // whatever its state, or ErrNotFound.
 func (s *Store) TokenByAccessHash(ctx context.Context, hash string) (*Token, error) {
@@ -162,24 +188,6 @@ func (s *Store) TokenByAccessHash(ctx context.Context, hash string) (*Token, err
 // whatever its state, or ErrNotFound.
 func (s *Store) TokenByRefreshHash(ctx context.Context, hash string) (*Token, error) {
 	return s.tokenBy(ctx, "refresh_hash", hash)
-}
-
-// ConsumeCode marks the code used. Exactly one caller succeeds for a code;
-// every other gets ErrConsumed (ErrNotFound if the code never existed).
-func (s *Store) ConsumeCode(ctx context.Context, hash string) error {
-	res := s.db.WithContext(ctx).Model(&tokenRow{}).
-		Where("code_hash = ? AND code_consumed_at IS NULL AND revoked_at IS NULL", hash).
-		Update("code_consumed_at", s.now())
-	if res.Error != nil {
-		return fmt.Errorf("consume code: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		if _, err := s.TokenByCodeHash(ctx, hash); err != nil {
-			return err
-		}
-		return ErrConsumed
-	}
-	return nil
 }
 
 // RevokeAccessToken revokes the access token with that hash, and only it
@@ -203,9 +211,10 @@ func (s *Store) PruneTokens(ctx context.Context, cutoff time.Time) (int64, error
 	return res.RowsAffected, res.Error
 }
 
-// AccessGrant is a token row with its grant and the current global epoch,
-// read in one statement for bearer verification (the per-request path).
-type AccessGrant struct {
+// TokenGrant is a token row with its grant and the current global epoch,
+// read in one statement: what bearer verification and the token endpoint
+// check.
+type TokenGrant struct {
 	Token       *Token
 	Grant       *Grant
 	GlobalEpoch int64
@@ -213,7 +222,23 @@ type AccessGrant struct {
 
 // AccessTokenGrant returns the issuance holding an access-token hash with
 // its grant and the global epoch, or ErrNotFound.
-func (s *Store) AccessTokenGrant(ctx context.Context, hash string) (*AccessGrant, error) {
+func (s *Store) AccessTokenGrant(ctx context.Context, hash string) (*TokenGrant, error) {
+	return s.tokenGrant(ctx, "access_hash", hash)
+}
+
+// CodeGrant returns the issuance holding an authorization-code hash,
+// whatever its state, with its grant and the global epoch, or ErrNotFound.
+func (s *Store) CodeGrant(ctx context.Context, hash string) (*TokenGrant, error) {
+	return s.tokenGrant(ctx, "code_hash", hash)
+}
+
+// RefreshGrant returns the issuance holding a refresh-token hash, whatever
+// its state, with its grant and the global epoch, or ErrNotFound.
+func (s *Store) RefreshGrant(ctx context.Context, hash string) (*TokenGrant, error) {
+	return s.tokenGrant(ctx, "refresh_hash", hash)
+}
+
+func (s *Store) tokenGrant(ctx context.Context, column, hash string) (*TokenGrant, error) {
 	if hash == "" {
 		return nil, ErrNotFound
 	}
@@ -222,24 +247,30 @@ func (s *Store) AccessTokenGrant(ctx context.Context, hash string) (*AccessGrant
 		g       grantRow
 		current string
 	)
-	row := s.db.WithContext(ctx).Raw(`SELECT t.id, t.grant_id, t.client_id, t.scope, t.resource,
-			t.access_created_at, t.access_expires_at, t.access_revoked_at, t.revoked_at,
+	// column is one of three constants above, never input.
+	row := s.db.WithContext(ctx).Raw(`SELECT t.id, t.grant_id, t.client_id, t.parent_id, t.scope,
+			t.redirect_uri, t.resource, t.code_hash, t.code_challenge, t.code_challenge_method,
+			t.code_created_at, t.code_expires_at, t.code_consumed_at,
+			t.access_hash, t.access_created_at, t.access_expires_at, t.access_revoked_at,
+			t.refresh_hash, t.refresh_created_at, t.refresh_expires_at, t.refresh_consumed_at, t.revoked_at,
 			g.id, g.client_id, g.client_name, g.scopes, g.project_ids, g.epoch, g.global_epoch,
 			g.created_at, g.expires_at, g.revoked_at, g.revoke_reason,
 			(SELECT value FROM settings WHERE key = 'global_epoch')
 		FROM oauth_tokens t JOIN grants g ON g.id = t.grant_id
-		WHERE t.access_hash = ?`, hash).Row()
-	err := row.Scan(&t.ID, &t.GrantID, &t.ClientID, &t.Scope, &t.Resource,
-		&t.AccessCreatedAt, &t.AccessExpiresAt, &t.AccessRevokedAt, &t.RevokedAt,
+		WHERE t.`+column+` = ?`, hash).Row()
+	err := row.Scan(&t.ID, &t.GrantID, &t.ClientID, &t.ParentID, &t.Scope,
+		&t.RedirectURI, &t.Resource, &t.CodeHash, &t.CodeChallenge, &t.CodeChallengeMethod,
+		&t.CodeCreatedAt, &t.CodeExpiresAt, &t.CodeConsumedAt,
+		&t.AccessHash, &t.AccessCreatedAt, &t.AccessExpiresAt, &t.AccessRevokedAt,
+		&t.RefreshHash, &t.RefreshCreatedAt, &t.RefreshExpiresAt, &t.RefreshConsumedAt, &t.RevokedAt,
 		&g.ID, &g.ClientID, &g.ClientName, &g.Scopes, &g.ProjectIDs, &g.Epoch, &g.GlobalEpoch,
 		&g.CreatedAt, &g.ExpiresAt, &g.RevokedAt, &g.RevokeReason, &current)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read access token: %w", err)
+		return nil, fmt.Errorf("read token: %w", err)
 	}
-	t.AccessHash = &hash
 	grant, err := g.toGrant()
 	if err != nil {
 		return nil, err
@@ -248,5 +279,5 @@ func (s *Store) AccessTokenGrant(ctx context.Context, hash string) (*AccessGrant
 	if _, err := fmt.Sscan(current, &epoch); err != nil {
 		return nil, fmt.Errorf("parse global epoch: %w", err)
 	}
-	return &AccessGrant{Token: t.toToken(), Grant: grant, GlobalEpoch: epoch}, nil
+	return &TokenGrant{Token: t.toToken(), Grant: grant, GlobalEpoch: epoch}, nil
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestWriteTreeAndTree(t *testing.T) {
@@ -111,5 +113,28 @@ func TestPatchBench(t *testing.T) {
 	}
 	if _, ok := pb.Files["p/pkg00/file000.go"]; !ok {
 		t.Error("no p/pkg00/file000.go")
+	}
+}
+
+func TestClock(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := NewClock(start)
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("Now = %v, want %v", got, start)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			c.Advance(time.Second)
+			_ = c.Now()
+		})
+	}
+	wg.Wait()
+	if got, want := c.Now(), start.Add(8*time.Second); !got.Equal(want) {
+		t.Fatalf("after 8 concurrent Advance(1s): %v, want %v", got, want)
+	}
+	c.Set(start)
+	if got := c.Now(); !got.Equal(start) {
+		t.Fatalf("after Set: %v, want %v", got, start)
 	}
 }
