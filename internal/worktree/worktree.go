@@ -226,14 +226,19 @@ func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) err
 // Create is still making it; review.ErrGit (wrapped) when Git failed; the
 // error of ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, error) {
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	src, err := m.openSource(rootPath)
+	src, err := m.openKeyed(rootPath, key)
 	if err != nil {
 		return nil, err
 	}
 	return m.get(ctx, src, key)
+}
+
+// openKeyed checks key and opens the source repository at rootPath.
+func (m *Manager) openKeyed(rootPath, key string) (*review.Repository, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	return m.openSource(rootPath)
 }
 
 func (m *Manager) get(ctx context.Context, src *review.Repository, key string) (*Worktree, error) {
