@@ -12,12 +12,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/clientmeta"
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/cursor"
@@ -50,6 +50,12 @@ const (
 	purposeRootFinger = "root-fingerprint"
 )
 
+// The commands service is what executions own besides their records.
+var (
+	_ binding.Resources     = (*commands.Service)(nil)
+	_ commands.Checkpointer = (*binding.Activity)(nil)
+)
+
 // Options are test and embedding hooks; the zero value is production.
 type Options struct {
 	// AllowLoopbackMetadata lets client ID metadata documents be fetched
@@ -69,19 +75,21 @@ type Options struct {
 
 // App is a wired DevSpace instance.
 type App struct {
-	cfg      *config.Config
-	log      *slog.Logger
-	store    *store.Store
-	auth     *authstate.State
-	catalog  *project.Catalog
-	metrics  *metrics.Metrics
-	oauth    *oauth.Server
-	bindings *binding.Service
-	procs    *process.Manager
-	outputs  *retention.Retention
-	stopBg   context.CancelFunc // stops background sweeps
-	mcp      *mcpserver.Server
-	http     *httpserver.Server
+	cfg       *config.Config
+	log       *slog.Logger
+	store     *store.Store
+	auth      *authstate.State
+	catalog   *project.Catalog
+	metrics   *metrics.Metrics
+	oauth     *oauth.Server
+	bindings  *binding.Service
+	procs     *process.Manager
+	outputs   *retention.Retention
+	snapshots *undo.Store
+	commands  *commands.Service
+	stopBg    context.CancelFunc // stops background sweeps
+	mcp       *mcpserver.Server
+	http      *httpserver.Server
 }
 
 // ErrNotInitialized is returned by New when `devspace init` has not run.
@@ -167,6 +175,8 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		OnGrantsRevoked: a.grantsRevoked,
 	})
 	ops := operation.New(st, operation.Options{Now: opts.Now})
+	cursors := cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now})
+	locks := rootlock.New()
 	var worktrees *worktree.Manager
 	if serving {
 		if worktrees, err = newWorktrees(ctx, cfg, catalog, st, log); err != nil {
@@ -174,67 +184,39 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops,
-		Cursors:   cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now}),
+	// Commands, their output and undo snapshots exist before binding, which
+	// closes them with their executions (also for Projects removed from
+	// the configuration, just below).
+	if serving {
+		if err := a.openCommands(ctx, cfg, opts, sandboxOpts); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	activity := binding.NewActivity(st, log)
+	a.commands = commands.New(commands.Options{Processes: a.procs, Outputs: a.outputs, Undo: a.snapshots,
+		Locks: locks, Operations: ops, Cursors: cursors, Checkpoints: activity, HostEnv: os.Environ(), Logger: log})
+	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops, Cursors: cursors,
 		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log, Worktrees: worktrees,
-		// The MCP layer owns the processes; it exists by the time these run.
-		OnClose: func(ctx context.Context, ids []string, reason string) {
-			if a.mcp != nil {
-				a.mcp.CloseExecutions(ctx, ids, reason)
-			}
-		},
-		OnInterrupt: func(ctx context.Context, id string) (int, error) {
-			if a.mcp == nil {
-				return 0, nil
-			}
-			return a.mcp.InterruptExecution(ctx, id)
-		},
-		RunningProcesses: func(id string) int {
-			if a.mcp == nil {
-				return 0
-			}
-			return a.mcp.RunningProcesses(id)
-		},
-	})
+		Resources: a.commands, Activity: activity})
 	if err := a.bindings.CloseRemovedProjects(ctx); err != nil {
-		st.Close()
+		a.Close()
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
 	skillCatalog, err := skills.New(cfg.SkillPaths)
 	if err != nil {
-		st.Close()
+		a.Close()
 		return nil, fmt.Errorf("DEVSPACE_SKILL_PATHS: %w", err)
-	}
-	if serving {
-		if a.procs, err = newProcessManager(cfg, opts, sandboxOpts, log, m); err != nil {
-			st.Close()
-			return nil, err
-		}
-		if a.outputs, err = newRetention(ctx, st, a.procs, log, m); err != nil {
-			_ = a.procs.Shutdown(ctx)
-			st.Close()
-			return nil, err
-		}
-		var bg context.Context
-		bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-		go a.outputs.Run(bg)
-	}
-	var snapshots *undo.Store
-	if serving {
-		if snapshots, err = undo.NewStore(undo.Options{Dir: filepath.Join(cfg.StateDir, "snapshots")}); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("open undo snapshots: %w", err)
-		}
 	}
 	var intents *patch.Intents
 	if serving {
 		if intents, err = openPatchIntents(ctx, cfg, catalog, log); err != nil {
-			st.Close()
+			a.Close()
 			return nil, err
 		}
 	}
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Processes: a.procs, Outputs: a.outputs, HostEnv: os.Environ(), Undo: snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: rootlock.New(),
+		Commands: a.commands, Undo: a.snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks,
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
@@ -260,8 +242,10 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	return a, nil
 }
 
-// grantsRevoked is where executions and processes of revoked grants will
-// be closed (the MCP layer registers there).
+// grantsRevoked closes the executions of revoked grants and what they
+// own: binding.CloseGrants closes them in the store and through the
+// commands service kills their commands, retires their output and
+// deletes their undo snapshots.
 func (a *App) grantsRevoked(ctx context.Context, grantIDs []string) {
 	if err := a.bindings.CloseGrants(ctx, grantIDs, "grant_revoked"); err != nil {
 		a.log.ErrorContext(ctx, "close executions of revoked grants", "err", err)
@@ -347,7 +331,7 @@ func (a *App) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		errs = append(errs, a.procs.Shutdown(ctx))
 		// Let the killed commands' final states reach the store.
-		a.mcp.WaitRecorded(ctx)
+		a.commands.WaitRecorded(ctx)
 		cancel()
 	}
 	errs = append(errs, a.store.Close())

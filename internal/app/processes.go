@@ -14,6 +14,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // processMetrics adapts the metrics registry to process.Metrics.
@@ -134,4 +135,30 @@ func doctorSandbox(cfg *config.Config, ok, warn, bad func(string, ...any)) {
 			ok("commands may not bind or connect TCP sockets (UDP is not covered)")
 		}
 	}
+}
+
+// openCommands starts what running commands needs: the process manager,
+// the retention of their output (reconciling what a previous run left,
+// then sweeping in the background) and the undo snapshots, which close
+// with the executions too. On error nothing is left running.
+func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions) error {
+	procs, err := newProcessManager(cfg, opts, sandboxOpts, a.log, a.metrics)
+	if err != nil {
+		return err
+	}
+	outputs, err := newRetention(ctx, a.store, procs, a.log, a.metrics)
+	if err != nil {
+		_ = procs.Shutdown(ctx)
+		return err
+	}
+	snapshots, err := undo.NewStore(undo.Options{Dir: filepath.Join(cfg.StateDir, "snapshots")})
+	if err != nil {
+		_ = procs.Shutdown(ctx)
+		return fmt.Errorf("open undo snapshots: %w", err)
+	}
+	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
+	var bg context.Context
+	bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+	go a.outputs.Run(bg)
+	return nil
 }

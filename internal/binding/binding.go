@@ -72,25 +72,39 @@ type Options struct {
 	FingerKey  []byte // key for root fingerprints
 	Fallbacks  []string
 	Logger     *slog.Logger
-	OnClose    func(ctx context.Context, executionIDs []string, reason string) // processes etc.; may be nil
-	// OnInterrupt interrupts an execution's running processes and returns
-	// how many; nil until the process layer exists.
-	OnInterrupt func(ctx context.Context, executionID string) (int, error)
-	PageBytes   int // instruction page size; zero means the package default
-	// RunningProcesses counts an execution's running commands (Thread close
-	// refuses while any run); nil means none.
-	RunningProcesses func(executionID string) int
+	// Resources are what executions own besides their records (the
+	// commands service); required. Closing an execution closes them.
+	Resources Resources
+	// Activity records Thread checkpoints and wakes their long polls; nil
+	// means a private one. Share one with whatever else checkpoints.
+	Activity  *Activity
+	PageBytes int // instruction page size; zero means the package default
 	// Worktrees manages checkoutKind "worktree" executions; nil disables
 	// them.
 	Worktrees *worktree.Manager
 }
 
+// Resources are what executions own outside the store: their commands,
+// the commands' retained output and the executions' undo snapshots. The
+// commands service implements it.
+type Resources interface {
+	// CloseExecutions releases everything the closed executions own
+	// (kills their commands' trees with reason, retires their output,
+	// deletes their undo snapshots), logging failures.
+	CloseExecutions(ctx context.Context, executionIDs []string, reason string)
+	// Interrupt interrupts an execution's running commands and returns
+	// how many it reached.
+	Interrupt(ctx context.Context, executionID string) (int, error)
+	// Running counts an execution's commands whose tree is alive.
+	Running(executionID string) int
+}
+
 // Service is safe for concurrent use.
 type Service struct {
-	opts   Options
-	log    *slog.Logger
-	queue  *fifo
-	notify notifier
+	opts     Options
+	log      *slog.Logger
+	queue    *fifo
+	activity *Activity
 }
 
 // New builds a Service.
@@ -99,7 +113,11 @@ func New(opts Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: log.With("component", "binding"), queue: newFIFO()}
+	activity := opts.Activity
+	if activity == nil {
+		activity = NewActivity(opts.Store, log)
+	}
+	return &Service{opts: opts, log: log.With("component", "binding"), queue: newFIFO(), activity: activity}
 }
 
 // Lock serializes open/resume/hydrate/interrupt for one session+Actor in
@@ -400,15 +418,16 @@ func (s *Service) stale(c Caller, e *store.Execution) string {
 	return ""
 }
 
-// CloseGrants closes every execution of the grants (revocation), then lets
-// the process layer stop what they own.
+// CloseGrants closes every execution of the grants (revocation), then
+// closes what they own (Resources.CloseExecutions): their commands are
+// killed, their output retired, their undo snapshots deleted.
 func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason string) error {
 	ids, err := s.opts.Store.CloseExecutions(ctx, grantIDs, reason)
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 && s.opts.OnClose != nil {
-		s.opts.OnClose(ctx, ids, reason)
+	if len(ids) > 0 {
+		s.opts.Resources.CloseExecutions(ctx, ids, reason)
 	}
 	return nil
 }
@@ -424,25 +443,20 @@ func (s *Service) CloseRemovedProjects(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(ids) > 0 && s.opts.OnClose != nil {
-		s.opts.OnClose(ctx, ids, "project_removed")
+	if len(ids) > 0 {
+		s.opts.Resources.CloseExecutions(ctx, ids, "project_removed")
 	}
 	return nil
 }
 
-// Interrupt sends an interrupt to the running processes of the caller's
-// bound execution and reports how many it reached. The process layer
-// registers through Options.OnInterrupt; without it there is nothing to
-// interrupt.
+// Interrupt sends an interrupt to the running commands of the caller's
+// bound execution (Resources.Interrupt) and reports how many it reached.
 func (s *Service) Interrupt(ctx context.Context, c Caller) (int, error) {
 	e, _, err := s.resolve(ctx, c)
 	if err != nil {
 		return 0, err
 	}
-	if s.opts.OnInterrupt == nil {
-		return 0, nil
-	}
-	return s.opts.OnInterrupt(ctx, e.ID)
+	return s.opts.Resources.Interrupt(ctx, e.ID)
 }
 
 // EncodeCursor signs a continuation cursor bound to the caller's grant,
@@ -454,4 +468,10 @@ func (s *Service) EncodeCursor(c Caller, e *store.Execution, claims cursor.Claim
 // DecodeCursor verifies a cursor for the caller's execution and kind.
 func (s *Service) DecodeCursor(c Caller, e *store.Execution, cur, kind string) (cursor.Claims, error) {
 	return s.opts.Cursors.Decode(cur, s.cursorBinding(c, e), kind)
+}
+
+// CursorBinding is what a continuation cursor of the caller's execution
+// is signed for (its grant, epochs, session and execution).
+func (s *Service) CursorBinding(c Caller, e *store.Execution) cursor.Binding {
+	return s.cursorBinding(c, e)
 }

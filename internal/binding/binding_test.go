@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -31,8 +32,10 @@ func newServiceSpecs(t testing.TB, st *store.Store, specs []project.Spec) *Servi
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A commands service without a process manager: executions own no
+	// commands here.
 	return New(Options{Store: st, Catalog: cat, Operations: operation.New(st, operation.Options{}),
-		Cursors: cursor.New(key, cursor.Options{}), FingerKey: key})
+		Cursors: cursor.New(key, cursor.Options{}), FingerKey: key, Resources: commands.New(commands.Options{})})
 }
 
 func TestResolveRechecks(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/ids"
@@ -44,58 +43,16 @@ type ActivityView struct {
 	At   string         `json:"at"`
 }
 
-// notifier wakes activity long polls.
-type notifier struct {
-	mu sync.Mutex
-	ch map[string]chan struct{}
-}
-
-func (n *notifier) wait(ref string) <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = map[string]chan struct{}{}
-	}
-	c, ok := n.ch[ref]
-	if !ok {
-		c = make(chan struct{})
-		n.ch[ref] = c
-	}
-	return c
-}
-
-func (n *notifier) wake(ref string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if c, ok := n.ch[ref]; ok {
-		close(c)
-		delete(n.ch, ref)
-	}
-}
-
 func (s *Service) createThread(ctx context.Context, e *store.Execution, data map[string]any) error {
 	b, _ := json.Marshal(data)
 	t := &store.Thread{Ref: ids.New("thr_", 12), ExecutionID: e.ID, GrantID: e.GrantID, ActorRef: e.ActorRef, ProjectRef: e.ProjectRef}
 	return s.opts.Store.CreateThread(ctx, t, "opened", string(b))
 }
 
-// Checkpoint appends a server-observed, already sanitized entry to the
-// Thread of an execution (a patch applied, a command finished, progress
-// saved). data must never hold command text, output, internal references
-// or host paths. Failures are logged, not returned: a checkpoint never
-// fails the tool call that produced it.
+// Checkpoint records a sanitized entry on an execution's Thread
+// (Activity.Checkpoint).
 func (s *Service) Checkpoint(ctx context.Context, executionID, kind string, data map[string]any) {
-	t, err := s.opts.Store.ThreadOfExecution(ctx, executionID)
-	if err != nil {
-		s.log.WarnContext(ctx, "checkpoint without thread", "kind", kind, "err", err)
-		return
-	}
-	b, _ := json.Marshal(data)
-	if _, err := s.opts.Store.AppendActivity(ctx, t.Ref, kind, string(b)); err != nil {
-		s.log.ErrorContext(ctx, "append checkpoint", "kind", kind, "err", err)
-		return
-	}
-	s.notify.wake(t.Ref)
+	s.activity.Checkpoint(ctx, executionID, kind, data)
 }
 
 func (s *Service) view(t *store.Thread) ThreadView {
@@ -147,7 +104,7 @@ func (s *Service) Activity(ctx context.Context, c Caller, ref string, since int6
 	wait = min(wait, MaxActivityWait)
 	deadline := time.Now().Add(wait)
 	for {
-		woken := s.notify.wait(ref)
+		woken := s.activity.notify.wait(ref)
 		acts, err := s.opts.Store.ActivitySince(ctx, ref, since, 100)
 		if err != nil {
 			return nil, err
@@ -186,7 +143,7 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 		return nil, ErrThreadRevision
 	}
 	if status == store.ThreadClosed {
-		if s.opts.RunningProcesses != nil && s.opts.RunningProcesses(t.ExecutionID) > 0 {
+		if s.opts.Resources.Running(t.ExecutionID) > 0 {
 			return nil, ErrProcessesRunning
 		}
 		if err := s.removeWorktree(ctx, t.ExecutionID); err != nil {
@@ -195,9 +152,7 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 		if err := s.opts.Store.CloseExecution(ctx, t.ExecutionID, "thread_closed"); err != nil {
 			return nil, err
 		}
-		if s.opts.OnClose != nil {
-			s.opts.OnClose(ctx, []string{t.ExecutionID}, "thread_closed")
-		}
+		s.opts.Resources.CloseExecutions(ctx, []string{t.ExecutionID}, "thread_closed")
 	}
 	updated, err := s.opts.Store.SetThreadStatus(ctx, ref, ifMatch, status)
 	if errors.Is(err, store.ErrThreadRevision) {
@@ -206,7 +161,7 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 	if err != nil {
 		return nil, err
 	}
-	s.notify.wake(ref)
+	s.activity.notify.wake(ref)
 	v := s.view(updated)
 	return &v, nil
 }

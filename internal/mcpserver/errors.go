@@ -7,8 +7,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -81,7 +83,7 @@ func mapError(err error) *ToolError {
 		return toolErr("root_instructions_required", catState,
 			"Read the remaining root instruction pages first: call project_control hydrate with the nextCursor you were given.",
 			"project_control hydrate")
-	case errors.Is(err, binding.ErrProjectUnavailable):
+	case errors.Is(err, binding.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable):
 		e := toolErr("project_unavailable", catTransient, "The Project directory cannot be read right now; try again later.")
 		e.Retryable = true
 		return e
@@ -131,8 +133,44 @@ func mapError(err error) *ToolError {
 		return toolErr("cursor_wrong_kind", catInput, "That cursor belongs to another tool or listing.")
 	case errors.Is(err, cursor.ErrMalformed), errors.Is(err, cursor.ErrTampered), errors.Is(err, cursor.ErrTooLong):
 		return toolErr("cursor_invalid", catInput, "That cursor is not valid: pass a nextCursor exactly as returned, or none.")
+	case errors.Is(err, commands.ErrCursorMismatch):
+		return toolErr("cursor_invalid", catInput, "That cursor belongs to another command or mode.")
+	case errors.Is(err, commands.ErrNotFound):
+		return toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
+	case errors.Is(err, commands.ErrOutputGone):
+		return toolErr("process_not_found", catState, "That command's output is no longer retained (it expired or its conversation closed).")
+	case errors.Is(err, commands.ErrWorkingDirMissing):
+		return toolErr("working_directory_invalid", catInput, "workingDirectory does not exist in the Project.")
+	case errors.Is(err, commands.ErrWorkingDirNotDir):
+		return toolErr("working_directory_invalid", catInput, "workingDirectory is not a directory.")
+	case errors.Is(err, process.ErrSpawn):
+		return notStarted(toolErr("command_spawn_failed", catInput, "The command could not be started (is the program installed and executable?)."))
+	case errors.Is(err, process.ErrSandboxUnavailable):
+		return notStarted(toolErr("sandbox_unavailable", catSafety, "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off)."))
+	case errors.Is(err, process.ErrTooMany):
+		return toolErr("process_limit", catLimit, "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
+	case errors.Is(err, process.ErrRevisionConflict):
+		return toolErr("process_revision_conflict", catConflict, "The command changed since expectedRevision; read its state and retry.", "read_process_output")
+	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):
+		return toolErr("process_not_running", catState, "The command is not accepting input (it ended or its input is closed).")
+	case errors.Is(err, process.ErrStdinFull):
+		return retryable(toolErr("stdin_busy", catTransient, "The command is not reading its input fast enough; retry shortly."))
+	case errors.Is(err, process.ErrClosed):
+		return retryable(toolErr("server_shutting_down", catTransient, "DevSpace is shutting down; retry after it restarts."))
 	}
 	return toolErr("internal_error", catInternal, "DevSpace hit an internal error; the server log has the details.")
+}
+
+// notStarted marks an error whose effect never began.
+func notStarted(te *ToolError) *ToolError {
+	te.Phase = "not_started"
+	return te
+}
+
+// retryable marks an error worth retrying as is.
+func retryable(te *ToolError) *ToolError {
+	te.Retryable = true
+	return te
 }
 
 // repositoryUnsafe is the error for a repository whose metadata points

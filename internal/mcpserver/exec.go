@@ -2,185 +2,27 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/cursor"
-	"github.com/devspace-dev/devspace/internal/ids"
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/retention"
-	"github.com/devspace-dev/devspace/internal/rootlock"
-	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// Limits of the process tools (docs/design.md §9).
-const (
-	execInlineBytes   = 40000
-	execWait          = 2 * time.Second
-	liveWaitMax       = 10 * time.Second
-	outputPageDefault = 40000
-	outputPageMax     = 256000
-	stdinMax          = 1 << 20
-	envMaxEntries     = 128
-)
+// Limits of the process tools' inputs (docs/design.md §9); the commands
+// package owns the rest.
+const envMaxEntries = 128
 
-// outputSource reads a command's retained output: the live Process, or
-// the spool file of a finished one (process.Retained).
-type outputSource interface {
-	ReadAt(off int64, n int) ([]byte, error)
-	Head(n int) []byte
-	Tail(n int) []byte
-}
-
-// procEntry is a command the server started, with what binds it. While
-// the command runs (and until its final state is recorded) p is its live
-// Process; a finished command read back from its retention record has p
-// nil, its final state in final and its output in out.
-type procEntry struct {
-	p          *process.Process
-	out        outputSource
-	final      process.State
-	ref        string // processRef shown to the model
-	outputRef  string // outputRef shown to the model
-	grantID    string
-	execID     string
-	sessionRef string
-	mode       string
-	dir        string // Project-relative working directory
-	projectRef string
-}
-
-func (e *procEntry) state() process.State {
-	if e.p != nil {
-		return e.p.State()
-	}
-	return e.final
-}
-
-// wait is Process.Wait; a retained command has ended already.
-func (e *procEntry) wait(ctx context.Context, d time.Duration) (process.State, error) {
-	if e.p != nil {
-		return e.p.Wait(ctx, d)
-	}
-	return e.final, nil
-}
-
-// retainedEntry makes an entry of a retention record.
-func (s *Server) retainedEntry(rec *retention.Record) *procEntry {
-	return &procEntry{out: s.opts.Outputs.Output(rec), final: retention.State(rec), ref: rec.ProcessRef,
-		outputRef: rec.OutputRef, grantID: rec.GrantID, execID: rec.ExecutionID, projectRef: rec.ProjectRef}
-}
-
-// maxPerProject bounds live commands per Project across executions and
-// grants (docs/design.md §7); the manager bounds them per execution and in all.
-const maxPerProject = 8
-
-func (t *procTable) aliveInProject(ref string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for _, e := range t.byRef {
-		if e.projectRef == ref && e.p.State().TreeAlive {
-			n++
-		}
-	}
-	return n
-}
-
-// procTable maps refs to the processes in memory: running ones, and
-// finished ones until their final state is recorded with the retention
-// (without a retention, until their execution is closed).
-type procTable struct {
-	mu     sync.Mutex
-	byRef  map[string]*procEntry
-	byOut  map[string]*procEntry
-	byExec map[string][]*procEntry
-}
-
-func (t *procTable) add(e *procEntry) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.byRef == nil {
-		t.byRef, t.byOut, t.byExec = map[string]*procEntry{}, map[string]*procEntry{}, map[string][]*procEntry{}
-	}
-	t.byRef[e.ref] = e
-	t.byOut[e.outputRef] = e
-	t.byExec[e.execID] = append(t.byExec[e.execID], e)
-}
-
-// lookup returns the entry for a ref only if it belongs to the caller's
-// execution (and grant): another execution's, session's or grant's ref is
-// indistinguishable from an unknown one.
-func (t *procTable) lookup(ref string, byOutput bool, grantID, execID string) *procEntry {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m := t.byRef
-	if byOutput {
-		m = t.byOut
-	}
-	e := m[ref]
-	if e == nil || e.grantID != grantID || e.execID != execID {
-		return nil
-	}
-	return e
-}
-
-func (t *procTable) ofExec(execID string) []*procEntry {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]*procEntry(nil), t.byExec[execID]...)
-}
-
-// retire forgets a finished entry whose record now holds its output,
-// unless dropExec got it first. It reports whether it did.
-func (t *procTable) retire(e *procEntry) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.byRef[e.ref] != e {
-		return false
-	}
-	delete(t.byRef, e.ref)
-	delete(t.byOut, e.outputRef)
-	es := t.byExec[e.execID]
-	for i, x := range es {
-		if x == e {
-			es = append(es[:i:i], es[i+1:]...)
-			break
-		}
-	}
-	if len(es) == 0 {
-		delete(t.byExec, e.execID)
-	} else {
-		t.byExec[e.execID] = es
-	}
-	return true
-}
-
-// dropExec forgets an execution's processes and removes their output.
-func (t *procTable) dropExec(execID string) []*procEntry {
-	t.mu.Lock()
-	es := t.byExec[execID]
-	delete(t.byExec, execID)
-	for _, e := range es {
-		delete(t.byRef, e.ref)
-		delete(t.byOut, e.outputRef)
-	}
-	t.mu.Unlock()
-	return es
-}
+// The process tools: decode and check the input, resolve the caller's
+// execution, call the commands service once, render its result.
 
 // ---- exec_command ----
 
@@ -199,12 +41,6 @@ type execIn struct {
 	Sandbox          string            `json:"sandbox,omitempty" jsonschema:"readOnly: the command may read the Project but not change it; workspaceWrite: it may also write the Project (needs project:write; the default when granted). Either way it sees only the system, this Project and a private scratch directory (HOME, TMPDIR)"`
 }
 
-// Sandbox values of exec_command.
-const (
-	sandboxReadOnly       = "readOnly"
-	sandboxWorkspaceWrite = "workspaceWrite"
-)
-
 func (in *execIn) validate() error {
 	if err := operation.ValidateID(in.OperationID); err != nil {
 		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
@@ -220,7 +56,7 @@ func (in *execIn) validate() error {
 	if in.TimeoutMs < 0 || time.Duration(in.TimeoutMs)*time.Millisecond > process.MaxTimeout {
 		return invalidInput("timeoutMs must be between 0 and 21600000 (6 hours)")
 	}
-	if len(in.Stdin) > stdinMax {
+	if len(in.Stdin) > commands.StdinMax {
 		return toolErr("stdin_too_large", catLimit, "stdin is limited to 1 MiB; write more with write_stdin.")
 	}
 	if len(in.Environment) > envMaxEntries {
@@ -234,26 +70,13 @@ func (in *execIn) validate() error {
 	if err := process.ValidateEnv(in.Environment); err != nil {
 		return invalidInput("%v", err)
 	}
-	return nil
-}
-
-// sandboxFor returns the effective sandbox of a command: the one asked
-// for, or workspaceWrite when the grant may write and readOnly otherwise.
-// workspaceWrite without project:write is insufficient_scope.
-func (s *Server) sandboxFor(c *call, asked string) (string, error) {
-	canWrite := c.principal.HasScope(oauth.ScopeWrite)
-	switch {
-	case asked == "" && canWrite:
-		return sandboxWorkspaceWrite, nil
-	case asked == "":
-		return sandboxReadOnly, nil
-	case asked == sandboxWorkspaceWrite && !canWrite:
-		te := toolErr("insufficient_scope", catScope, "sandbox workspaceWrite needs project:write, which this connection was not granted; run the command with sandbox readOnly.",
-			"exec_command with sandbox: readOnly", "reconnect the app to grant project:write")
-		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "workspaceWrite needs project:write", []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute})
-		return "", te
+	if kind := in.secretIn(); kind != "" {
+		te := toolErr("secret_persistence_blocked", catSafety,
+			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments.")
+		te.OperationID, te.Phase = in.OperationID, "not_started"
+		return te
 	}
-	return asked, nil
+	return nil
 }
 
 // secretIn returns the kind of a literal credential found in anything
@@ -273,7 +96,31 @@ func (in *execIn) secretIn() string {
 
 func (execIn) schema(s *jsonschema.Schema) {
 	s.Properties["environment"].AdditionalProperties = &jsonschema.Schema{Type: "string"}
-	s.Properties["sandbox"].Enum = []any{sandboxReadOnly, sandboxWorkspaceWrite}
+	s.Properties["sandbox"].Enum = []any{commands.SandboxReadOnly, commands.SandboxWorkspaceWrite}
+}
+
+// sandboxFor returns the effective sandbox of a command: the one asked
+// for, or workspaceWrite when the grant may write and readOnly otherwise.
+// workspaceWrite without project:write is insufficient_scope; commands
+// are refused when the kernel cannot confine them.
+func (s *Server) sandboxFor(c *call, asked string) (string, error) {
+	canWrite := c.principal.HasScope(oauth.ScopeWrite)
+	sandbox := asked
+	switch {
+	case asked == "" && canWrite:
+		sandbox = commands.SandboxWorkspaceWrite
+	case asked == "":
+		sandbox = commands.SandboxReadOnly
+	case asked == commands.SandboxWorkspaceWrite && !canWrite:
+		te := toolErr("insufficient_scope", catScope, "sandbox workspaceWrite needs project:write, which this connection was not granted; run the command with sandbox readOnly.",
+			"exec_command with sandbox: readOnly", "reconnect the app to grant project:write")
+		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "workspaceWrite needs project:write", []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute})
+		return "", te
+	}
+	if s.opts.Commands.Sandbox().Mode == process.SandboxUnavailable {
+		return "", process.ErrSandboxUnavailable
+	}
+	return sandbox, nil
 }
 
 // processOut is the state of a command as the model sees it.
@@ -320,44 +167,12 @@ func (o processOut) summary() string {
 	return "The command was stopped (" + o.Status + ")."
 }
 
-// inline renders head+tail of a process's output within execInlineBytes.
-func inline(p outputSource, st process.State) (string, bool, int64) {
-	size := st.RetainedBytes
-	omitted := st.OutputBytes - st.RetainedBytes
-	if size <= execInlineBytes {
-		b, _ := p.ReadAt(0, int(size))
-		return strings.ToValidUTF8(string(b), "\uFFFD"), omitted > 0, omitted
-	}
-	half := execInlineBytes / 2
-	head := p.Head(half)
-	tail := p.Tail(half)
-	omitted += size - int64(len(head)) - int64(len(tail))
-	text := strings.ToValidUTF8(string(head), "\uFFFD") + fmt.Sprintf("\n[… %d bytes omitted …]\n", size-int64(len(head))-int64(len(tail))) +
-		strings.ToValidUTF8(string(tail), "\uFFFD")
-	return text, true, omitted
-}
-
-func render(e *procEntry, st process.State, withOutput bool) processOut {
-	out := processOut{ProcessRef: e.ref, OutputRef: e.outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
-		Revision: st.Revision, OutputBytes: st.OutputBytes, TreeAlive: st.TreeAlive && st.Status != process.StatusRunning,
-		InterruptKilled: st.InterruptKilled, KillReason: st.KillReason}
-	end := st.EndedAt
-	if end.IsZero() {
-		end = time.Now()
-	}
-	out.WallTimeMs = end.Sub(st.StartedAt).Milliseconds()
-	if withOutput {
-		out.Output, out.Truncated, out.OmittedBytes = inline(e.out, st)
-	} else if st.Truncated {
-		// Output dropped past the spool cap: never silent.
-		out.Truncated, out.OmittedBytes = true, st.OutputBytes-st.RetainedBytes
-	}
-	return out
-}
-
-type storedExec struct {
-	ProcessRef string `json:"processRef"`
-	OutputRef  string `json:"outputRef"`
+// render is a command's state as the model sees it.
+func render(v commands.View) processOut {
+	return processOut{ProcessRef: v.ProcessRef, OutputRef: v.OutputRef, Status: v.Status, ExitCode: v.ExitCode, Signal: v.Signal,
+		Revision: v.Revision, Output: v.Output, Truncated: v.Truncated, OmittedBytes: v.OmittedBytes, OutputBytes: v.OutputBytes,
+		WallTimeMs: v.WallTime.Milliseconds(), Replayed: v.Replayed, Sandbox: v.Sandbox, TreeAlive: v.TreeAlive,
+		KillReason: v.KillReason, InterruptKilled: v.InterruptKilled}
 }
 
 func registerProcessTools(s *Server) {
@@ -393,23 +208,21 @@ func registerProcessTools(s *Server) {
 
 func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processOut, error) {
 	fail := func(err error) (processOut, error) {
-		te := s.procError(err)
+		var te *ToolError
+		if errors.Is(err, project.ErrPathDenied) {
+			te = s.pathDenied(err)
+		} else {
+			te = mapError(err)
+		}
 		te.OperationID = in.OperationID
 		if te.Phase == "" {
 			te.Phase = "not_started"
 		}
 		return processOut{}, te
 	}
-	if kind := in.secretIn(); kind != "" {
-		return fail(toolErr("secret_persistence_blocked", catSafety,
-			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments."))
-	}
 	sandbox, err := s.sandboxFor(c, in.Sandbox)
 	if err != nil {
 		return fail(err)
-	}
-	if s.opts.Processes.Sandbox().Mode == process.SandboxUnavailable {
-		return fail(process.ErrSandboxUnavailable)
 	}
 	if err := c.requireSession(); err != nil {
 		return fail(err)
@@ -418,165 +231,17 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 	if err != nil {
 		return fail(err)
 	}
-	dir, err := s.workingDir(proj, in.WorkingDirectory)
+	v, err := s.opts.Commands.Start(ctx, commands.StartRequest{Owner: owner(c, e.ID), Project: proj,
+		Command: commands.Command(*in), Sandbox: sandbox})
 	if err != nil {
 		return fail(err)
 	}
-	hash, err := operation.HashRequest(in)
-	if err != nil {
-		return processOut{}, err
-	}
-	key := operation.Key{GrantID: c.caller.GrantID, ExecutionID: e.ID, Tool: "exec_command", OperationID: in.OperationID}
-	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		if s.procs.aliveInProject(proj.Ref) >= maxPerProject {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, process.ErrTooMany)
-		}
-		lease, err := s.opts.Locks.Acquire(ctx, proj.Path, rootlock.Command, lockTimeout)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
-		}
-		spec := process.Spec{Program: in.Program, Args: in.Args, Shell: in.Shell, Command: in.Command,
-			Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: sandbox == sandboxReadOnly,
-			Env: process.MergeEnv(s.baseEnv, in.Environment),
-			TTY: in.TTY, Stdin: []byte(in.Stdin), CloseStdin: in.CloseStdin,
-			Timeout: time.Duration(in.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
-		if spec.Timeout == 0 {
-			spec.Timeout = 10 * time.Minute
-		}
-		if proj.Source != "" {
-			// A managed worktree's Git metadata lives in the source
-			// repository: readable, so Git works (status, diff, log), never
-			// writable (its hooks and config run on the owner's host).
-			spec.ReadPaths = []string{filepath.Join(proj.Source, ".git")}
-		}
-		p, err := s.opts.Processes.Start(ctx, e.ID, spec)
-		if err != nil {
-			lease.Release()
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
-		}
-		mode := "direct"
-		if in.Shell {
-			mode = "shell"
-		}
-		entry := &procEntry{p: p, out: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: c.caller.GrantID, execID: e.ID,
-			sessionRef: c.caller.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
-		// The record exists before the operation completes, so that after
-		// a crash every ref the model was given reads back (as killed).
-		recorded := false
-		if s.opts.Outputs != nil {
-			if err := s.opts.Outputs.Started(context.WithoutCancel(ctx), &retention.Record{OutputRef: entry.outputRef, ProcessRef: entry.ref,
-				SpoolID: p.SpoolID(), GrantID: entry.grantID, ExecutionID: entry.execID, ProjectRef: entry.projectRef,
-				StartedAt: p.State().StartedAt.UTC()}); err != nil {
-				_ = p.Remove() // kills the tree
-				<-p.Done()
-				lease.Release()
-				return nil, err // it ran for a moment: outcome unknown, not "not started"
-			}
-			recorded = true
-		}
-		s.procs.add(entry)
-		s.recording.Add(1)
-		go s.afterExit(entry, lease, recorded)
-		return json.Marshal(storedExec{ProcessRef: entry.ref, OutputRef: entry.outputRef})
-	})
-	if err != nil {
-		return fail(err)
-	}
-	var st storedExec
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return processOut{}, err
-	}
-	entry, err := s.findProc(ctx, st.ProcessRef, false, c.caller.GrantID, e.ID)
-	if err != nil {
-		return processOut{}, err
-	}
-	if entry == nil {
-		// Replayed after the command's output was retired.
-		return processOut{ProcessRef: st.ProcessRef, OutputRef: st.OutputRef, Status: "gone", Replayed: true}, nil
-	}
-	state, err := entry.wait(ctx, execWait)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return processOut{}, err
-	}
-	out := render(entry, state, true)
-	out.Replayed = replayed
-	out.Sandbox = sandbox
-	if s.opts.Processes.Sandbox().Mode == process.SandboxOff {
-		out.Sandbox = process.SandboxOff
-	}
-	return out, nil
+	return render(v), nil
 }
 
-// workingDir checks a model-supplied working directory: contained, an
-// existing directory inside the root (symlinks only while they stay in).
-func (s *Server) workingDir(proj project.Root, rel string) (string, error) {
-	clean, err := project.CleanRel(rel)
-	if err != nil {
-		return "", s.pathDenied(err)
-	}
-	r, err := openRoot(proj.Path)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	fi, err := r.Stat(clean)
-	if err != nil {
-		if errors.Is(project.Classify(err), project.ErrPathDenied) {
-			return "", s.pathDenied(project.Classify(err))
-		}
-		return "", toolErr("working_directory_invalid", catInput, "workingDirectory does not exist in the Project.")
-	}
-	if !fi.IsDir() {
-		return "", toolErr("working_directory_invalid", catInput, "workingDirectory is not a directory.")
-	}
-	return clean, nil
-}
-
-// afterExit releases the Command lease when the whole tree is gone,
-// records a sanitized checkpoint on the execution's Thread, and (when the
-// command was recorded) hands the finished output over to the retention:
-// the entry leaves memory.
-func (s *Server) afterExit(e *procEntry, lease *rootlock.Lease, recorded bool) {
-	defer s.recording.Done()
-	ctx := context.Background()
-	<-e.p.Done()
-	lease.Release()
-	st := e.p.State()
-	defer func() {
-		if recorded {
-			s.handOver(ctx, e, st)
-		}
-	}()
-	data := map[string]any{"mode": e.mode, "workingDirectory": e.dir, "outcome": st.Status,
-		"wallTimeMs": st.EndedAt.Sub(st.StartedAt).Milliseconds(), "outputRetained": st.RetainedBytes > 0,
-		"outputPartlyLost": st.Truncated}
-	if st.ExitCode != nil {
-		data["exitCode"] = *st.ExitCode
-	}
-	if st.Signal != "" {
-		data["signal"] = st.Signal
-	}
-	if st.KillReason != "" {
-		data["killReason"] = st.KillReason
-	}
-	s.opts.Bindings.Checkpoint(ctx, e.execID, "command_finished", data)
-}
-
-// handOver records a finished command's final state; from then on its
-// output is read from the retention and the entry leaves memory. If the
-// execution was closed meanwhile the record (and file) are gone already.
-func (s *Server) handOver(ctx context.Context, e *procEntry, st process.State) {
-	err := s.opts.Outputs.Finished(ctx, e.outputRef, e.p.SpoolID(), st, e.p.TruncatedTail())
-	switch {
-	case errors.Is(err, retention.ErrNotFound):
-		if s.procs.retire(e) {
-			_ = e.p.Remove()
-		}
-	case err != nil:
-		s.log.Error("record finished command; its output stays in memory until the execution closes", "err", err)
-	default:
-		s.procs.retire(e)
-	}
+// owner is the caller's side of a command call.
+func owner(c *call, executionID string) commands.Owner {
+	return commands.Owner{GrantID: c.caller.GrantID, ExecutionID: executionID, SessionRef: c.caller.SessionRef}
 }
 
 // ---- write_stdin ----
@@ -603,7 +268,7 @@ func (in *writeStdinIn) validate() error {
 	if n != 1 {
 		return invalidInput("send exactly one of chars, closeStdin or interrupt")
 	}
-	if len(in.Chars) > stdinMax {
+	if len(in.Chars) > commands.StdinMax {
 		return toolErr("stdin_too_large", catLimit, "chars is limited to 1 MiB per call.")
 	}
 	if strings.ContainsRune(in.Chars, '\x03') {
@@ -616,59 +281,23 @@ func (in *writeStdinIn) validate() error {
 }
 
 func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (processOut, error) {
-	entry, _, err := s.procFor(ctx, c, in.ProcessRef, false)
+	if err := c.requireSession(); err != nil {
+		return processOut{}, err
+	}
+	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
 	if err != nil {
 		return processOut{}, err
 	}
-	if entry.p == nil {
-		te := s.procError(process.ErrNotRunning)
-		te.OperationID = in.OperationID
-		return processOut{}, te
-	}
-	hash, err := operation.HashRequest(in)
-	if err != nil {
+	v, err := s.opts.Commands.WriteStdin(ctx, owner(c, e.ID), commands.Input(*in))
+	if errors.Is(err, commands.ErrNotFound) {
 		return processOut{}, err
 	}
-	key := operation.Key{GrantID: c.caller.GrantID, ExecutionID: entry.execID, Tool: "write_stdin", OperationID: in.OperationID}
-	before := entry.p.State().Revision
-	_, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		var err error
-		switch {
-		case in.Interrupt:
-			if in.ExpectedRevision != nil && *in.ExpectedRevision != entry.p.State().Revision {
-				err = process.ErrRevisionConflict
-			} else {
-				err = entry.p.Interrupt()
-			}
-		case in.CloseStdin:
-			if in.ExpectedRevision != nil && *in.ExpectedRevision != entry.p.State().Revision {
-				err = process.ErrRevisionConflict
-			} else {
-				entry.p.CloseStdin()
-			}
-		default:
-			err = entry.p.WriteStdin([]byte(in.Chars), in.ExpectedRevision)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
-		}
-		return []byte("{}"), nil
-	})
 	if err != nil {
-		te := s.procError(err)
+		te := mapError(err)
 		te.OperationID = in.OperationID
 		return processOut{}, te
 	}
-	// Give the program a moment to react, then report.
-	st, _ := entry.p.WaitChange(ctx, before, 500*time.Millisecond)
-	if st.Status == "running" {
-		st, _ = entry.p.Wait(ctx, 300*time.Millisecond)
-	}
-	out := render(entry, st, false)
-	tail := entry.p.Tail(4000)
-	out.Output = strings.ToValidUTF8(string(tail), "\uFFFD")
-	out.Replayed = replayed
-	return out, nil
+	return render(v), nil
 }
 
 // ---- read_process_output ----
@@ -684,7 +313,7 @@ type readOutputIn struct {
 }
 
 func (readOutputIn) schema(s *jsonschema.Schema) {
-	s.Properties["mode"].Enum = []any{"live", "page", "tail", "search"}
+	s.Properties["mode"].Enum = []any{commands.ModeLive, commands.ModePage, commands.ModeTail, commands.ModeSearch}
 }
 
 func (in *readOutputIn) validate() error {
@@ -692,25 +321,25 @@ func (in *readOutputIn) validate() error {
 		return invalidInput("pass exactly one of processRef (live) or outputRef (retained output)")
 	}
 	if in.Mode == "" {
-		in.Mode = "page"
+		in.Mode = commands.ModePage
 		if in.ProcessRef != "" {
-			in.Mode = "live"
+			in.Mode = commands.ModeLive
 		}
 	}
 	switch in.Mode {
-	case "live", "page", "tail":
-	case "search":
+	case commands.ModeLive, commands.ModePage, commands.ModeTail:
+	case commands.ModeSearch:
 		if in.Query == "" || len(in.Query) > 1024 {
 			return invalidInput("search needs a query of 1-1024 bytes")
 		}
 	default:
 		return invalidInput("mode must be live, page, tail or search")
 	}
-	if in.Limit < 0 || in.Limit > outputPageMax || in.WaitMs < 0 || in.WaitMs > int(liveWaitMax/time.Millisecond) {
+	if in.Limit < 0 || in.Limit > commands.OutputPageMax || in.WaitMs < 0 || in.WaitMs > int(commands.LiveWaitMax/time.Millisecond) {
 		return invalidInput("limit must be 0-256000 and waitMs 0-10000")
 	}
 	if in.Limit == 0 {
-		in.Limit = outputPageDefault
+		in.Limit = commands.OutputPageDefault
 	}
 	return nil
 }
@@ -727,294 +356,27 @@ type readOutputOut struct {
 }
 
 func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputIn) (readOutputOut, error) {
-	ref, byOutput := in.ProcessRef, false
-	if in.OutputRef != "" {
-		ref, byOutput = in.OutputRef, true
-	}
-	entry, e, err := s.procFor(ctx, c, ref, byOutput)
-	if err != nil {
-		return readOutputOut{}, err
-	}
-	var off int64
-	if in.Cursor != "" {
-		claims, err := s.opts.Bindings.DecodeCursor(c.caller, e, in.Cursor, "output")
-		if err != nil {
-			return readOutputOut{}, err
-		}
-		if claims.Resource != entry.outputRef || claims.QueryHash != in.Mode+"\x00"+in.Query {
-			return readOutputOut{}, toolErr("cursor_invalid", catInput, "That cursor belongs to another command or mode.")
-		}
-		off = claims.Offset
-	}
-	st := entry.state()
-	if in.Mode == "live" && st.Status == "running" {
-		wait := time.Duration(in.WaitMs) * time.Millisecond
-		if in.WaitMs == 0 {
-			wait = liveWaitMax
-		}
-		// Wait for output past the cursor, or exit.
-		deadline := time.Now().Add(wait)
-		for st.Status == "running" && st.RetainedBytes <= off && time.Now().Before(deadline) {
-			st, _ = entry.p.WaitChange(ctx, st.Revision, time.Until(deadline))
-			if ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	out := readOutputOut{processOut: render(entry, st, false), Offset: off}
-	switch in.Mode {
-	case "tail":
-		tail := entry.out.Tail(in.Limit)
-		if int64(len(tail)) < min(int64(in.Limit), st.RetainedBytes) {
-			// Short: a retained output's file may have been retired
-			// under the read (Tail does not say why it has no bytes).
-			if _, err := entry.out.ReadAt(0, 0); err != nil && !errors.Is(err, io.EOF) {
-				return out, outputReadError(err)
-			}
-		}
-		out.Output = strings.ToValidUTF8(string(tail), "\uFFFD")
-		out.Offset = max(st.RetainedBytes-int64(in.Limit), 0)
-		return out, nil
-	case "search":
-		hits, next, err := searchOutput(entry.out, st.RetainedBytes, off, in.Query)
-		if err != nil {
-			return out, outputReadError(err)
-		}
-		out.Hits = hits
-		if next < st.RetainedBytes && len(hits) > 0 {
-			out.NextCursor, err = s.outputCursor(c, e, entry, in, next)
-		}
-		return out, err
-	}
-	// live and page: bytes from the cursor on.
-	if off > st.RetainedBytes {
-		off = st.RetainedBytes
-	}
-	n := min(int64(in.Limit), st.RetainedBytes-off)
-	b, err := entry.out.ReadAt(off, int(n))
-	if err != nil && !errors.Is(err, io.EOF) { // EOF: nothing past the cursor yet
-		return out, outputReadError(err)
-	}
-	// Never split a UTF-8 sequence at the page end.
-	for cut := len(b); cut > 0 && cut > len(b)-4; cut-- {
-		if utf8.Valid(b[:cut]) {
-			b = b[:cut]
-			break
-		}
-	}
-	out.Output = strings.ToValidUTF8(string(b), "\uFFFD")
-	next := off + int64(len(b))
-	if next < st.RetainedBytes || (in.Mode == "live" && st.Status == "running") {
-		if out.NextCursor, err = s.outputCursor(c, e, entry, in, next); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// outputReadError maps a failed read of a command's output. The retention
-// may retire retained output (expiry, its execution closed, the spool cap)
-// between the lookup and the read of its file: a missing file is output
-// that no longer exists, not a server fault.
-func outputReadError(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return toolErr("process_not_found", catState, "That command's output is no longer retained (it expired or its conversation closed).")
-	}
-	return fmt.Errorf("read output: %w", err)
-}
-
-func (s *Server) outputCursor(c *call, e *store.Execution, entry *procEntry, in *readOutputIn, off int64) (string, error) {
-	return s.opts.Bindings.EncodeCursor(c.caller, e, cursor.Claims{Kind: "output", Resource: entry.outputRef,
-		QueryHash: in.Mode + "\x00" + in.Query, Offset: off})
-}
-
-// searchOutput scans retained output from off for a literal, in bounded
-// chunks, returning at most 50 hits with their line text.
-func searchOutput(p outputSource, size, off int64, q string) ([]searchHit, int64, error) {
-	const chunk = 1 << 20
-	var hits []searchHit
-	for pos := off; pos < size && len(hits) < 50; {
-		n := min(int64(chunk), size-pos)
-		b, err := p.ReadAt(pos, int(n))
-		if err != nil {
-			return nil, 0, err
-		}
-		text := string(b)
-		from := 0
-		for len(hits) < 50 {
-			i := strings.Index(text[from:], q)
-			if i < 0 {
-				break
-			}
-			at := from + i
-			start := strings.LastIndexByte(text[:at], '\n') + 1
-			end := strings.IndexByte(text[at:], '\n')
-			if end < 0 {
-				end = len(text)
-			} else {
-				end += at
-			}
-			line := text[start:end]
-			if len(line) > 500 {
-				line = line[:500]
-			}
-			hits = append(hits, searchHit{Offset: pos + int64(at), Text: strings.ToValidUTF8(line, "\uFFFD")})
-			from = at + len(q)
-		}
-		if len(hits) >= 50 {
-			return hits, hits[len(hits)-1].Offset + int64(len(q)), nil
-		}
-		if n < chunk {
-			pos += n
-			break
-		}
-		pos += n - int64(len(q)) + 1 // overlap so a match across chunks is found
-	}
-	return hits, size, nil
-}
-
-// procFor finds a process of the caller's current execution, which it
-// returns too (resolved once, with the full re-check).
-func (s *Server) procFor(ctx context.Context, c *call, ref string, byOutput bool) (*procEntry, *store.Execution, error) {
 	if err := c.requireSession(); err != nil {
-		return nil, nil, err
+		return readOutputOut{}, err
 	}
 	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
 	if err != nil {
-		return nil, nil, err
+		return readOutputOut{}, err
 	}
-	entry, err := s.findProc(ctx, ref, byOutput, c.caller.GrantID, e.ID)
+	req := commands.ReadRequest{Owner: owner(c, e.ID), Ref: in.ProcessRef, Mode: in.Mode, Query: in.Query,
+		Cursor: in.Cursor, CursorBinding: s.opts.Bindings.CursorBinding(c.caller, e), Limit: in.Limit,
+		Wait: time.Duration(in.WaitMs) * time.Millisecond}
+	if in.OutputRef != "" {
+		req.Ref, req.ByOutput = in.OutputRef, true
+	}
+	o, err := s.opts.Commands.Read(ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return readOutputOut{}, err
 	}
-	if entry == nil {
-		return nil, nil, toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
+	out := readOutputOut{processOut: render(o.View), Offset: o.Offset}
+	out.NextCursor = o.NextCursor
+	for _, h := range o.Hits {
+		out.Hits = append(out.Hits, searchHit{Offset: h.Offset, Text: h.Text})
 	}
-	return entry, e, nil
-}
-
-// findProc looks a ref up among the commands in memory, then among the
-// retained ones; nil when the caller's execution has no such command.
-func (s *Server) findProc(ctx context.Context, ref string, byOutput bool, grantID, execID string) (*procEntry, error) {
-	if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
-		return e, nil
-	}
-	if s.opts.Outputs == nil {
-		return nil, nil
-	}
-	rec, err := s.opts.Outputs.Lookup(ctx, ref, byOutput, grantID, execID)
-	if errors.Is(err, retention.ErrNotFound) {
-		// The command may have been handed over between the two lookups.
-		if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
-			return e, nil
-		}
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("look up retained output: %w", err)
-	}
-	if rec.Status == process.StatusRunning {
-		// Recorded but not handed over: the entry is in memory again by
-		// now unless the execution was closed.
-		if e := s.procs.lookup(ref, byOutput, grantID, execID); e != nil {
-			return e, nil
-		}
-		return nil, nil
-	}
-	return s.retainedEntry(rec), nil
-}
-
-// procError maps process errors (the rest go through mapError).
-func (s *Server) procError(err error) *ToolError {
-	var te *ToolError
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.Is(err, process.ErrSpawn):
-		e := toolErr("command_spawn_failed", catInput, "The command could not be started (is the program installed and executable?).")
-		e.Phase = "not_started"
-		return e
-	case errors.Is(err, process.ErrSandboxUnavailable):
-		e := toolErr("sandbox_unavailable", catSafety, "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off).")
-		e.Phase = "not_started"
-		return e
-	case errors.Is(err, process.ErrTooMany):
-		return toolErr("process_limit", catLimit, "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
-	case errors.Is(err, process.ErrRevisionConflict):
-		return toolErr("process_revision_conflict", catConflict, "The command changed since expectedRevision; read its state and retry.", "read_process_output")
-	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):
-		return toolErr("process_not_running", catState, "The command is not accepting input (it ended or its input is closed).")
-	case errors.Is(err, process.ErrStdinFull):
-		e := toolErr("stdin_busy", catTransient, "The command is not reading its input fast enough; retry shortly.")
-		e.Retryable = true
-		return e
-	case errors.Is(err, process.ErrClosed):
-		e := toolErr("server_shutting_down", catTransient, "DevSpace is shutting down; retry after it restarts.")
-		e.Retryable = true
-		return e
-	}
-	return mapError(err)
-}
-
-// InterruptExecution sends an interrupt to the commands of an execution
-// whose tree is alive (also when the main process already exited but
-// descendants live on) and returns how many it reached. What SIGINT leaves
-// alive is killed shortly after (process.Process.Interrupt).
-func (s *Server) InterruptExecution(_ context.Context, execID string) (int, error) {
-	n := 0
-	for _, e := range s.procs.ofExec(execID) {
-		if e.p != nil && e.p.State().TreeAlive {
-			if err := e.p.Interrupt(); err == nil {
-				n++
-			}
-		}
-	}
-	return n, nil
-}
-
-// CloseExecutions kills every command of the executions (close, revoke,
-// Project removal) and discards their retained output.
-func (s *Server) CloseExecutions(ctx context.Context, execIDs []string, reason string) {
-	if s.opts.Processes == nil {
-		return
-	}
-	for _, id := range execIDs {
-		if s.opts.Undo != nil {
-			_ = s.opts.Undo.DropExecution(id)
-		}
-		s.opts.Processes.KillGroup(id, reason)
-		for _, e := range s.procs.dropExec(id) {
-			_ = e.p.Remove()
-		}
-	}
-	if s.opts.Outputs != nil {
-		if err := s.opts.Outputs.RetireExecutions(ctx, execIDs); err != nil {
-			s.log.ErrorContext(ctx, "retire output of closed executions", "err", err)
-		}
-	}
-}
-
-// WaitRecorded waits until every ended command's final state is recorded
-// (after Processes.Shutdown), or ctx is done.
-func (s *Server) WaitRecorded(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		s.recording.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// RunningProcesses counts an execution's commands whose tree is alive.
-func (s *Server) RunningProcesses(execID string) int {
-	n := 0
-	for _, e := range s.procs.ofExec(execID) {
-		if e.p.State().TreeAlive {
-			n++
-		}
-	}
-	return n
+	return out, nil
 }

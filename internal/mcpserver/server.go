@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -21,14 +20,13 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
-	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/search"
@@ -46,20 +44,20 @@ const principalKey = "devspace/principal"
 
 // Options configure the MCP server. All fields are required unless noted.
 type Options struct {
-	OAuth          *oauth.Server
-	Bindings       *binding.Service
-	Operations     *operation.Service
-	Locks          *rootlock.Locks
-	Tasks          *tasks.Service
-	Skills         *skills.Catalog
-	Widgets        string // DEVSPACE_WIDGETS: full, changes or off
-	Store          *store.Store
-	Processes      *process.Manager
-	Outputs        *retention.Retention // nil keeps finished output in memory until its execution closes
-	Undo           *undo.Store          // nil disables undo_patch
-	HostEnv        []string             // the server's environment; commands get an allowlist of it
-	IdentityKey    []byte               // HMAC key for session/Actor references
-	AllowedOrigins []string             // Origin values accepted when present (exact match)
+	OAuth      *oauth.Server
+	Bindings   *binding.Service
+	Operations *operation.Service
+	Locks      *rootlock.Locks
+	Tasks      *tasks.Service
+	Skills     *skills.Catalog
+	Widgets    string // DEVSPACE_WIDGETS: full, changes or off
+	Store      *store.Store
+	// Commands runs the process tools; nil, or one that cannot run
+	// commands, leaves them unregistered.
+	Commands       *commands.Service
+	Undo           *undo.Store // nil disables undo_patch
+	IdentityKey    []byte      // HMAC key for session/Actor references
+	AllowedOrigins []string    // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
 	// BodyBudget bounds the /mcp body bytes held at once (zero means
 	// DefaultBodyBudget); BodyGrantShare bounds one grant's part of it
@@ -93,12 +91,9 @@ type Server struct {
 	loaded    loadedSkills
 	review    *review.Reviewer
 	search    *search.Searcher
-	procs     procTable
-	recording sync.WaitGroup  // afterExit goroutines
 	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
 	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
 	bodyMax   int64           // one body's maximum (MaxBodyBytes)
-	baseEnv   []string
 }
 
 // New builds the MCP server and registers every tool.
@@ -108,8 +103,7 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
-		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits()),
-		baseEnv: process.BaseEnv(opts.HostEnv)}
+		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits())}
 	s.bodyMax = opts.MaxBodyBytes
 	if s.bodyMax <= 0 {
 		s.bodyMax = 32 << 20
@@ -149,7 +143,7 @@ func New(opts Options) *Server {
 	registerPatchTools(s)
 	registerUndoTools(s)
 	registerInspectTools(s)
-	if opts.Processes != nil {
+	if opts.Commands != nil && opts.Commands.CanRun() {
 		registerProcessTools(s)
 	}
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }

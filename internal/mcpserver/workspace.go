@@ -71,11 +71,3 @@ func (s *Server) pathDenied(err error) *ToolError {
 	te.Details = map[string]any{"reason": reason}
 	return te
 }
-
-func openRoot(path string) (*os.Root, error) {
-	r, err := os.OpenRoot(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", binding.ErrProjectUnavailable, project.Scrub(err))
-	}
-	return r, nil
-}

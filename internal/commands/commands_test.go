@@ -1,0 +1,205 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/commands"
+	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/retention"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/undo"
+)
+
+// TestMain doubles as the command supervisor: the process manager starts
+// this test binary with the hidden supervisor subcommand.
+func TestMain(m *testing.M) {
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// rig is a commands service on real parts: a process manager running
+// this binary as supervisor, SQLite, the retention and undo snapshots.
+type rig struct {
+	svc  *commands.Service
+	undo *undo.Store
+	root *os.Root
+	proj project.Root
+	out  string // spool directory
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	projDir := filepath.Join(dir, "project")
+	if err := os.MkdirAll(filepath.Join(projDir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(projDir, "file"), nil, 0o644)
+	st, err := store.Open(ctx, filepath.Join(dir, "state"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{out: filepath.Join(dir, "output"), proj: project.Root{Ref: "prj_1", Label: "p", Path: projDir}}
+	procs, err := process.New(process.Options{SupervisorPath: exe, SupervisorEnv: []string{"GORACE=atexit_sleep_ms=0"},
+		SpoolDir: r.out, Sandbox: process.SandboxOptions{Off: true}, Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, err := retention.New(ctx, retention.Options{Store: st, Spool: procs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.undo, err = undo.NewStore(undo.Options{Dir: filepath.Join(dir, "snapshots")}); err != nil {
+		t.Fatal(err)
+	}
+	if r.root, err = os.OpenRoot(projDir); err != nil {
+		t.Fatal(err)
+	}
+	r.svc = commands.New(commands.Options{Processes: procs, Outputs: outputs, Undo: r.undo, Locks: rootlock.New(),
+		Operations: operation.New(st, operation.Options{}), Cursors: cursor.New([]byte("commands-test-key-commands-test-key"), cursor.Options{}),
+		Checkpoints: binding.NewActivity(st, nil), HostEnv: os.Environ()})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = procs.Shutdown(ctx)
+		r.svc.WaitRecorded(ctx)
+		r.root.Close()
+		r.undo.Close()
+		st.Close()
+	})
+	return r
+}
+
+func owner(exec string) commands.Owner {
+	return commands.Owner{GrantID: "grt_" + exec, ExecutionID: exec, SessionRef: "s"}
+}
+
+func (r *rig) start(t *testing.T, exec, opID, shell string) commands.View {
+	t.Helper()
+	v, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(exec), Project: r.proj,
+		Command: commands.Command{OperationID: opID, Shell: true, Command: shell}, Sandbox: commands.SandboxWorkspaceWrite})
+	if err != nil {
+		t.Fatalf("start %s: %v", shell, err)
+	}
+	return v
+}
+
+// snapshot records an undo snapshot for exec, as apply_patch does.
+func (r *rig) snapshot(t *testing.T, exec string) {
+	t.Helper()
+	name := exec + ".txt"
+	p, err := patch.Parse("*** Begin Patch\n*** Add File: " + name + "\n+x\n*** End Patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := patch.Apply(context.Background(), r.root, p, map[string]patch.Precondition{name: {Set: true, MustNotExist: true}}, patch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.undo.Record(context.Background(), exec, "op-"+exec, res, func(p string) (string, error) { return p, nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *rig) spoolFiles() int {
+	ents, _ := os.ReadDir(r.out)
+	return len(ents)
+}
+
+// TestCloseExecutions: closing an execution kills its commands, retires
+// its retained output and deletes its undo snapshots; another
+// execution's commands, output and snapshots stay.
+func TestCloseExecutions(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	finished := map[string]commands.View{}
+	for _, exec := range []string{"exe_a", "exe_b"} {
+		r.snapshot(t, exec)
+		finished[exec] = r.start(t, exec, "echo", "echo out-"+exec)
+		if v := r.start(t, exec, "sleep", "echo started; sleep 1000"); v.Status != process.StatusRunning {
+			t.Fatalf("%s sleep: %+v", exec, v)
+		}
+		if n := r.svc.Running(exec); n != 1 {
+			t.Fatalf("%s running: %d", exec, n)
+		}
+	}
+	if n := r.spoolFiles(); n != 4 {
+		t.Fatalf("spool files: %d, want 4", n)
+	}
+
+	r.svc.CloseExecutions(ctx, []string{"exe_a"}, "grant_revoked")
+
+	if n := r.svc.Running("exe_a"); n != 0 {
+		t.Errorf("closed execution still runs %d commands", n)
+	}
+	if _, err := r.undo.Latest("exe_a"); !errors.Is(err, undo.ErrNotFound) {
+		t.Errorf("closed execution's snapshot: %v, want undo.ErrNotFound", err)
+	}
+	read := func(exec string) (*commands.Output, error) {
+		return r.svc.Read(ctx, commands.ReadRequest{Owner: owner(exec), Ref: finished[exec].OutputRef, ByOutput: true,
+			Mode: commands.ModePage, Limit: commands.OutputPageDefault})
+	}
+	if _, err := read("exe_a"); !errors.Is(err, commands.ErrNotFound) {
+		t.Errorf("closed execution's output: %v, want ErrNotFound", err)
+	}
+	if n := r.spoolFiles(); n != 2 {
+		t.Errorf("spool files after close: %d, want the other execution's 2", n)
+	}
+	// The other execution is untouched.
+	if n := r.svc.Running("exe_b"); n != 1 {
+		t.Errorf("other execution runs %d commands, want 1", n)
+	}
+	if _, err := r.undo.Latest("exe_b"); err != nil {
+		t.Errorf("other execution's snapshot: %v", err)
+	}
+	if o, err := read("exe_b"); err != nil || o.Output != "out-exe_b\n" {
+		t.Errorf("other execution's output: %+v, %v", o, err)
+	}
+	if n, _ := r.svc.Interrupt(ctx, "exe_b"); n != 1 {
+		t.Errorf("interrupt reached %d commands, want 1", n)
+	}
+}
+
+// TestStartErrors: what Start refuses, with the sentinel the edge maps.
+func TestStartErrors(t *testing.T) {
+	r := newRig(t)
+	for _, tt := range []struct {
+		name, dir string
+		want      error
+	}{
+		{"missing", "nope", commands.ErrWorkingDirMissing},
+		{"not a directory", "file", commands.ErrWorkingDirNotDir},
+		{"outside", "../", project.ErrPathDenied},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner("exe_e"), Project: r.proj,
+				Command: commands.Command{OperationID: tt.name, Program: "true", WorkingDirectory: tt.dir}, Sandbox: commands.SandboxReadOnly})
+			if !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	v := r.start(t, "exe_e", "pwd", "pwd")
+	if !strings.HasSuffix(v.Output, "/project\n") || v.Sandbox != process.SandboxOff {
+		t.Errorf("pwd: %+v", v)
+	}
+}

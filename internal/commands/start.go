@@ -1,0 +1,269 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/ids"
+	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/retention"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+)
+
+// ErrProjectUnavailable: the Project root cannot be opened right now.
+var ErrProjectUnavailable = errors.New("project unavailable")
+
+// Sandbox values of a command: SandboxReadOnly may read the Project,
+// SandboxWorkspaceWrite may also write it; View.Sandbox is
+// process.SandboxOff when the owner disabled confinement.
+const (
+	SandboxReadOnly       = "readOnly"
+	SandboxWorkspaceWrite = "workspaceWrite"
+)
+
+// DefaultTimeout is a command's timeout when Command.TimeoutMs is 0.
+const DefaultTimeout = 10 * time.Minute
+
+// Owner is whose commands a call may see: the grant and the execution the
+// edge resolved for the caller, and the caller's session.
+type Owner struct {
+	GrantID     string
+	ExecutionID string
+	SessionRef  string
+}
+
+// Command is what exec_command asks to run, checked by the edge. Its
+// JSON encoding (field names and order) is the request hash of its
+// operation record, which must not change between releases: an identical
+// retry after an upgrade replays.
+type Command struct {
+	OperationID      string            `json:"operationId"`
+	Program          string            `json:"program,omitempty"`
+	Args             []string          `json:"args,omitempty"`
+	Shell            bool              `json:"shell,omitempty"`
+	Command          string            `json:"command,omitempty"`
+	WorkingDirectory string            `json:"workingDirectory,omitempty"` // Project-relative; "" is the root
+	Environment      map[string]string `json:"environment,omitempty"`
+	TimeoutMs        int64             `json:"timeoutMs,omitempty"` // 0 means DefaultTimeout
+	TTY              bool              `json:"tty,omitempty"`
+	Stdin            string            `json:"stdin,omitempty"`
+	CloseStdin       bool              `json:"closeStdin,omitempty"`
+	Sandbox          string            `json:"sandbox,omitempty"` // as asked; StartRequest.Sandbox is the effective one
+}
+
+// StartRequest is one exec_command call.
+type StartRequest struct {
+	Owner   Owner
+	Project project.Root // the execution's Project (Path is a managed worktree's, Source its repository)
+	Command Command
+	// Sandbox is the effective sandbox the edge chose: SandboxReadOnly or
+	// SandboxWorkspaceWrite.
+	Sandbox string
+}
+
+// storedStart is the operation record's result: the refs of the command.
+type storedStart struct {
+	ProcessRef string `json:"processRef"`
+	OutputRef  string `json:"outputRef"`
+}
+
+// Start runs a command in the execution's Project, once per operationId:
+// an identical retry replays the first call's command (View.Replayed), a
+// different request under the same operationId is operation.ErrConflict.
+// It waits up to about 2 s for the command to end, then reports its state
+// with its output inline (head and tail when long).
+//
+// Errors: project.ErrPathDenied (a *project.PathError),
+// ErrWorkingDirMissing or ErrWorkingDirNotDir for the working directory;
+// ErrProjectUnavailable; process.ErrTooMany past MaxPerProject or the
+// manager's bounds; rootlock.ErrBusy; process.ErrSpawn,
+// process.ErrSandboxUnavailable, process.ErrClosed from the manager;
+// operation errors. Errors of a command that did not start wrap
+// operation.ErrNotStarted.
+func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
+	dir, err := workingDir(req.Project, req.Command.WorkingDirectory)
+	if err != nil {
+		return View{}, err
+	}
+	hash, err := operation.HashRequest(req.Command)
+	if err != nil {
+		return View{}, err
+	}
+	o := req.Owner
+	key := operation.Key{GrantID: o.GrantID, ExecutionID: o.ExecutionID, Tool: "exec_command", OperationID: req.Command.OperationID}
+	var started *entry
+	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		e, err := s.start(ctx, req, dir)
+		if err != nil {
+			return nil, err
+		}
+		started = e
+		return json.Marshal(storedStart{ProcessRef: e.ref, OutputRef: e.outputRef})
+	})
+	if err != nil {
+		return View{}, err
+	}
+	if started == nil {
+		// Replayed: the first call's command, in memory or retained.
+		var st storedStart
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return View{}, fmt.Errorf("decode stored exec_command: %w", err)
+		}
+		started, err = s.find(ctx, o, st.ProcessRef, false)
+		if errors.Is(err, ErrNotFound) {
+			// Its output was retired since.
+			return View{ProcessRef: st.ProcessRef, OutputRef: st.OutputRef, Status: "gone", Replayed: true}, nil
+		}
+		if err != nil {
+			return View{}, err
+		}
+	}
+	state, err := started.wait(ctx, startWait)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return View{}, err
+	}
+	v := view(started, state)
+	v.Output, v.Truncated, v.OmittedBytes = inline(started.out, state)
+	v.Replayed = replayed
+	v.Sandbox = req.Sandbox
+	if s.opts.Processes.Sandbox().Mode == process.SandboxOff {
+		v.Sandbox = process.SandboxOff
+	}
+	return v, nil
+}
+
+// start is the effect of Start: the command started, recorded and in the
+// table. Its errors wrap operation.ErrNotStarted unless the command ran.
+func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
+	proj, cmd := req.Project, req.Command
+	if s.table.aliveInProject(proj.Ref) >= MaxPerProject {
+		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, process.ErrTooMany)
+	}
+	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, rootlock.Command, lockWait)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+	}
+	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
+		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
+		Env: process.MergeEnv(s.baseEnv, cmd.Environment),
+		TTY: cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
+		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
+	if spec.Timeout == 0 {
+		spec.Timeout = DefaultTimeout
+	}
+	if proj.Source != "" {
+		// A managed worktree's Git metadata lives in the source
+		// repository: readable, so Git works (status, diff, log), never
+		// writable (its hooks and config run on the owner's host).
+		spec.ReadPaths = []string{filepath.Join(proj.Source, ".git")}
+	}
+	o := req.Owner
+	p, err := s.opts.Processes.Start(ctx, o.ExecutionID, spec)
+	if err != nil {
+		lease.Release()
+		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+	}
+	mode := "direct"
+	if cmd.Shell {
+		mode = "shell"
+	}
+	e := &entry{p: p, out: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: o.GrantID, execID: o.ExecutionID,
+		sessionRef: o.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
+	// The record exists before the operation completes, so that after a
+	// crash every ref the model was given reads back (as killed).
+	recorded := false
+	if s.opts.Outputs != nil {
+		if err := s.opts.Outputs.Started(context.WithoutCancel(ctx), &retention.Record{OutputRef: e.outputRef, ProcessRef: e.ref,
+			SpoolID: p.SpoolID(), GrantID: e.grantID, ExecutionID: e.execID, ProjectRef: e.projectRef,
+			StartedAt: p.State().StartedAt.UTC()}); err != nil {
+			_ = p.Remove() // kills the tree
+			<-p.Done()
+			lease.Release()
+			return nil, err // it ran for a moment: outcome unknown, not "not started"
+		}
+		recorded = true
+	}
+	s.table.add(e)
+	s.recording.Add(1)
+	go s.afterExit(e, lease, recorded)
+	return e, nil
+}
+
+// workingDir checks a model-supplied working directory: contained, an
+// existing directory inside the root (symlinks only while they stay in).
+func workingDir(proj project.Root, rel string) (string, error) {
+	clean, err := project.CleanRel(rel)
+	if err != nil {
+		return "", err
+	}
+	r, err := os.OpenRoot(proj.Path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrProjectUnavailable, project.Scrub(err))
+	}
+	defer r.Close()
+	fi, err := r.Stat(clean)
+	if err != nil {
+		if err := project.Classify(err); errors.Is(err, project.ErrPathDenied) {
+			return "", err
+		}
+		return "", ErrWorkingDirMissing
+	}
+	if !fi.IsDir() {
+		return "", ErrWorkingDirNotDir
+	}
+	return clean, nil
+}
+
+// afterExit releases the Command lease when the whole tree is gone,
+// records a sanitized checkpoint on the execution's Thread, and (when the
+// command was recorded) hands the finished output over to the retention:
+// the entry leaves memory.
+func (s *Service) afterExit(e *entry, lease *rootlock.Lease, recorded bool) {
+	defer s.recording.Done()
+	ctx := context.Background()
+	<-e.p.Done()
+	lease.Release()
+	st := e.p.State()
+	defer func() {
+		if recorded {
+			s.handOver(ctx, e, st)
+		}
+	}()
+	data := map[string]any{"mode": e.mode, "workingDirectory": e.dir, "outcome": st.Status,
+		"wallTimeMs": st.EndedAt.Sub(st.StartedAt).Milliseconds(), "outputRetained": st.RetainedBytes > 0,
+		"outputPartlyLost": st.Truncated}
+	if st.ExitCode != nil {
+		data["exitCode"] = *st.ExitCode
+	}
+	if st.Signal != "" {
+		data["signal"] = st.Signal
+	}
+	if st.KillReason != "" {
+		data["killReason"] = st.KillReason
+	}
+	s.opts.Checkpoints.Checkpoint(ctx, e.execID, "command_finished", data)
+}
+
+// handOver records a finished command's final state; from then on its
+// output is read from the retention and the entry leaves memory. If the
+// execution was closed meanwhile the record (and file) are gone already.
+func (s *Service) handOver(ctx context.Context, e *entry, st process.State) {
+	err := s.opts.Outputs.Finished(ctx, e.outputRef, e.p.SpoolID(), st, e.p.TruncatedTail())
+	switch {
+	case errors.Is(err, retention.ErrNotFound):
+		if s.table.retire(e) {
+			_ = e.p.Remove()
+		}
+	case err != nil:
+		s.log.Error("record finished command; its output stays in memory until the execution closes", "err", err)
+	default:
+		s.table.retire(e)
+	}
+}

@@ -1,0 +1,175 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/retention"
+)
+
+// outputSource reads a command's retained output: the live Process, or
+// the spool file of a finished one (process.Retained).
+type outputSource interface {
+	ReadAt(off int64, n int) ([]byte, error)
+	Head(n int) []byte
+	Tail(n int) []byte
+}
+
+// entry is a command the server started, with what binds it. While the
+// command runs (and until its final state is recorded) p is its live
+// Process; a finished command read back from its retention record has p
+// nil, its final state in final and its output in out.
+type entry struct {
+	p          *process.Process
+	out        outputSource
+	final      process.State
+	ref        string // processRef shown to the model
+	outputRef  string // outputRef shown to the model
+	grantID    string
+	execID     string
+	sessionRef string
+	mode       string
+	dir        string // Project-relative working directory
+	projectRef string
+}
+
+func (e *entry) state() process.State {
+	if e.p != nil {
+		return e.p.State()
+	}
+	return e.final
+}
+
+// wait is Process.Wait; a retained command has ended already.
+func (e *entry) wait(ctx context.Context, d time.Duration) (process.State, error) {
+	if e.p != nil {
+		return e.p.Wait(ctx, d)
+	}
+	return e.final, nil
+}
+
+// table maps refs to the commands in memory: running ones, and finished
+// ones until their final state is recorded with the retention (without a
+// retention, until their execution is closed).
+type table struct {
+	mu     sync.Mutex
+	byRef  map[string]*entry
+	byOut  map[string]*entry
+	byExec map[string][]*entry
+}
+
+func (t *table) add(e *entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byRef == nil {
+		t.byRef, t.byOut, t.byExec = map[string]*entry{}, map[string]*entry{}, map[string][]*entry{}
+	}
+	t.byRef[e.ref] = e
+	t.byOut[e.outputRef] = e
+	t.byExec[e.execID] = append(t.byExec[e.execID], e)
+}
+
+// aliveInProject counts the Project's commands whose tree is alive.
+func (t *table) aliveInProject(ref string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, e := range t.byRef {
+		if e.projectRef == ref && e.p.State().TreeAlive {
+			n++
+		}
+	}
+	return n
+}
+
+// lookup returns the entry for a ref only if it belongs to the caller's
+// execution (and grant): another execution's, session's or grant's ref is
+// indistinguishable from an unknown one.
+func (t *table) lookup(ref string, byOutput bool, grantID, execID string) *entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.byRef
+	if byOutput {
+		m = t.byOut
+	}
+	e := m[ref]
+	if e == nil || e.grantID != grantID || e.execID != execID {
+		return nil
+	}
+	return e
+}
+
+func (t *table) ofExec(execID string) []*entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*entry(nil), t.byExec[execID]...)
+}
+
+// retire forgets a finished entry whose record now holds its output,
+// unless dropExec got it first. It reports whether it did.
+func (t *table) retire(e *entry) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byRef[e.ref] != e {
+		return false
+	}
+	delete(t.byRef, e.ref)
+	delete(t.byOut, e.outputRef)
+	es := t.byExec[e.execID]
+	for i, x := range es {
+		if x == e {
+			es = append(es[:i:i], es[i+1:]...)
+			break
+		}
+	}
+	if len(es) == 0 {
+		delete(t.byExec, e.execID)
+	} else {
+		t.byExec[e.execID] = es
+	}
+	return true
+}
+
+// dropExec forgets an execution's commands and returns them.
+func (t *table) dropExec(execID string) []*entry {
+	t.mu.Lock()
+	es := t.byExec[execID]
+	delete(t.byExec, execID)
+	for _, e := range es {
+		delete(t.byRef, e.ref)
+		delete(t.byOut, e.outputRef)
+	}
+	t.mu.Unlock()
+	return es
+}
+
+// find looks a ref up among the caller's commands in memory, then among
+// the retained ones. Errors: ErrNotFound when the caller's execution has
+// no such command; a failed retention lookup.
+func (s *Service) find(ctx context.Context, o Owner, ref string, byOutput bool) (*entry, error) {
+	if e := s.table.lookup(ref, byOutput, o.GrantID, o.ExecutionID); e != nil {
+		return e, nil
+	}
+	if s.opts.Outputs == nil {
+		return nil, ErrNotFound
+	}
+	rec, err := s.opts.Outputs.Lookup(ctx, ref, byOutput, o.GrantID, o.ExecutionID)
+	if errors.Is(err, retention.ErrNotFound) || (err == nil && rec.Status == process.StatusRunning) {
+		// Not recorded: the command may have been handed over between the
+		// two lookups. Recorded but not handed over: the entry is in
+		// memory again by now unless the execution was closed.
+		if e := s.table.lookup(ref, byOutput, o.GrantID, o.ExecutionID); e != nil {
+			return e, nil
+		}
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up retained output: %w", err)
+	}
+	return &entry{out: s.opts.Outputs.Output(rec), final: retention.State(rec), ref: rec.ProcessRef,
+		outputRef: rec.OutputRef, grantID: rec.GrantID, execID: rec.ExecutionID, projectRef: rec.ProjectRef}, nil
+}
