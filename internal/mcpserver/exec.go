@@ -12,7 +12,6 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 )
@@ -42,9 +41,6 @@ type execIn struct {
 }
 
 func (in *execIn) validate() error {
-	if err := operation.ValidateID(in.OperationID); err != nil {
-		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	}
 	direct, shell := in.Program != "", in.Shell || in.Command != ""
 	if direct == shell || (shell && (!in.Shell || in.Command == "")) || (direct && in.Command != "") {
 		return toolErr("command_mode_invalid", catInput,
@@ -52,9 +48,6 @@ func (in *execIn) validate() error {
 	}
 	if shell && len(in.Args) > 0 {
 		return toolErr("command_mode_invalid", catInput, "args belong to direct mode; put them in command for shell mode.")
-	}
-	if in.TimeoutMs < 0 || time.Duration(in.TimeoutMs)*time.Millisecond > process.MaxTimeout {
-		return invalidInput("timeoutMs must be between 0 and 21600000 (6 hours)")
 	}
 	if len(in.Stdin) > commands.StdinMax {
 		return toolErr("stdin_too_large", catLimit, "stdin is limited to 1 MiB; write more with write_stdin.")
@@ -97,6 +90,8 @@ func (in *execIn) secretIn() string {
 func (execIn) schema(s *jsonschema.Schema) {
 	s.Properties["environment"].AdditionalProperties = &jsonschema.Schema{Type: "string"}
 	s.Properties["sandbox"].Enum = []any{commands.SandboxReadOnly, commands.SandboxWorkspaceWrite}
+	s.Properties["timeoutMs"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["timeoutMs"].Maximum = jsonschema.Ptr(float64(process.MaxTimeout / time.Millisecond))
 }
 
 // sandboxFor returns the effective sandbox of a command: the one asked
@@ -256,9 +251,6 @@ type writeStdinIn struct {
 }
 
 func (in *writeStdinIn) validate() error {
-	if err := operation.ValidateID(in.OperationID); err != nil {
-		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	}
 	n := 0
 	for _, b := range []bool{in.Chars != "", in.CloseStdin, in.Interrupt} {
 		if b {
@@ -314,6 +306,10 @@ type readOutputIn struct {
 
 func (readOutputIn) schema(s *jsonschema.Schema) {
 	s.Properties["mode"].Enum = []any{commands.ModeLive, commands.ModePage, commands.ModeTail, commands.ModeSearch}
+	s.Properties["limit"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["limit"].Maximum = jsonschema.Ptr(float64(commands.OutputPageMax))
+	s.Properties["waitMs"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["waitMs"].Maximum = jsonschema.Ptr(float64(commands.LiveWaitMax / time.Millisecond))
 }
 
 func (in *readOutputIn) validate() error {
@@ -326,17 +322,8 @@ func (in *readOutputIn) validate() error {
 			in.Mode = commands.ModeLive
 		}
 	}
-	switch in.Mode {
-	case commands.ModeLive, commands.ModePage, commands.ModeTail:
-	case commands.ModeSearch:
-		if in.Query == "" || len(in.Query) > 1024 {
-			return invalidInput("search needs a query of 1-1024 bytes")
-		}
-	default:
-		return invalidInput("mode must be live, page, tail or search")
-	}
-	if in.Limit < 0 || in.Limit > commands.OutputPageMax || in.WaitMs < 0 || in.WaitMs > int(commands.LiveWaitMax/time.Millisecond) {
-		return invalidInput("limit must be 0-256000 and waitMs 0-10000")
+	if in.Mode == commands.ModeSearch && (in.Query == "" || len(in.Query) > 1024) {
+		return invalidInput("search needs a query of 1-1024 bytes")
 	}
 	if in.Limit == 0 {
 		in.Limit = commands.OutputPageDefault
