@@ -71,6 +71,9 @@ type Options struct {
 	// SandboxProbe replaces the kernel's Landlock probe (tests force
 	// "unavailable" with it); nil asks the kernel.
 	SandboxProbe func() sandbox.Status
+	// OnStatement is passed to the store (store.Options.OnStatement):
+	// tests count a call path's SQL statements with it; nil means none.
+	OnStatement func(sql string)
 }
 
 // App is a wired DevSpace instance.
@@ -136,7 +139,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.StateDir, store.Options{Now: opts.Now})
+	st, err := store.Open(ctx, cfg.StateDir, store.Options{Now: opts.Now, OnStatement: opts.OnStatement})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	// DiscardLogs drops the instance's logs instead of keeping them in
 	// Env.Logs, for tests that measure memory.
 	DiscardLogs bool
+	// OnStatement is called after every SQL statement of the instance's
+	// store (app.Options.OnStatement), to count a call path's statements.
+	OnStatement func(sql string)
 }
 
 // Env is a running instance.
@@ -174,7 +177,7 @@ func (e *Env) start() {
 	log := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.New(context.Background(), cfg, log, app.Options{Now: e.Clock.Now,
 		AllowLoopbackMetadata: e.opts.AllowLoopbackMetadata, MetadataHTTPClient: e.opts.MetadataHTTPClient,
-		SandboxProbe: e.opts.SandboxProbe})
+		SandboxProbe: e.opts.SandboxProbe, OnStatement: e.opts.OnStatement})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,74 @@
+package mcpserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+)
+
+// statements records the SQL a store runs while armed.
+type statements struct {
+	armed atomic.Bool
+	mu    sync.Mutex
+	list  []string
+}
+
+func (s *statements) record(sql string) {
+	if !s.armed.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.list = append(s.list, sql)
+	s.mu.Unlock()
+}
+
+func (s *statements) take() []string {
+	s.armed.Store(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.list
+	s.list = nil
+	return out
+}
+
+// TestApplyPatchStatements counts the SQL statements of one typical
+// apply_patch call (one small update with ifMatch and an operationId,
+// authentication included) and of its replay. docs/performance.md quotes
+// these numbers; the bounds keep them from growing unnoticed.
+func TestApplyPatchStatements(t *testing.T) {
+	var sql statements
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, OnStatement: sql.record})
+	os.WriteFile(filepath.Join(env.Roots["alpha"], "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"), 0o644)
+	c := env.Register("cost", "http://127.0.0.1:9/cb", "client_secret_basic")
+	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("cost")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
+	sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "main.go"}}}, me)
+	args := map[string]any{"operationId": "p1", "ifMatch": map[string]any{"main.go": readVersion(t, cs, sc)},
+		"patch": "*** Begin Patch\n*** Update File: main.go\n@@ func main() {\n-\tprintln(\"hi\")\n+\tprintln(\"hello\")\n*** End Patch\n"}
+
+	for _, tc := range []struct {
+		name string
+		max  int
+	}{
+		{"apply", 99},
+		{"replay", 99},
+	} {
+		sql.armed.Store(true)
+		sc, res := callTool(t, cs, "apply_patch", args, me)
+		got := sql.take()
+		if res.IsError {
+			t.Fatalf("%s: %v", tc.name, sc)
+		}
+		t.Logf("%s: %d statements:\n\t%s", tc.name, len(got), strings.Join(got, "\n\t"))
+		if len(got) > tc.max {
+			t.Errorf("%s: %d statements, want at most %d", tc.name, len(got), tc.max)
+		}
+	}
+}
