@@ -288,10 +288,11 @@ func (s *Server) patchError(err error) *ToolError {
 		return toolErr("patch_too_large", catLimit, "The patch is too large ("+err.Error()+"); split it.")
 	case errors.As(err, &pe), errors.Is(err, patch.ErrInvalidPatch):
 		return toolErr("invalid_patch", catInput, "The patch is not valid: "+err.Error()+".")
+	case errors.Is(err, patch.ErrAmbiguous):
+		// Before the *HunkError case: an ambiguous hunk is a *HunkError too.
+		return toolErr("patch_ambiguous", catInput, "A hunk matches in more than one place: "+err.Error()+". Add more context lines or an @@ anchor.")
 	case errors.As(err, &he), errors.Is(err, patch.ErrContextNotFound):
 		return toolErr("patch_context_not_found", catInput, "A hunk's context was not found: "+err.Error()+". Read the file again and rebuild the hunk.", "read_files")
-	case errors.Is(err, patch.ErrAmbiguous):
-		return toolErr("patch_ambiguous", catInput, "A hunk matches in more than one place: "+err.Error()+". Add more context lines or an @@ anchor.")
 	case errors.Is(err, patch.ErrBinaryTarget):
 		return toolErr("binary_target", catInput, "Binary or non-UTF-8 files cannot be patched.")
 	case errors.Is(err, patch.ErrTargetMissing):

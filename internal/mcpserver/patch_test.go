@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/devspace-dev/devspace/internal/apptest"
 )
 
@@ -128,5 +130,44 @@ func TestApplyPatchThroughMCP(t *testing.T) {
 	sc, _ = callTool(t, csRO, "apply_patch", args, session("ro"))
 	if errCode(sc) != "insufficient_scope" {
 		t.Fatalf("read-only grant: %v", sc)
+	}
+}
+
+// TestApplyPatchHunkErrors checks that each way a hunk fails to place has
+// its own code: a hunk that matches twice is patch_ambiguous (add context),
+// not patch_context_not_found (re-read the file).
+func TestApplyPatchHunkErrors(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	os.WriteFile(filepath.Join(env.Roots["alpha"], "twice.txt"), []byte("x\ny\nx\n"), 0o644)
+	c := env.Register("hunks", "http://127.0.0.1:9/cb", "client_secret_basic")
+	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("h")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
+	sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "twice.txt"}}}, me)
+	version := readVersion(t, cs, sc)
+	for _, tc := range []struct {
+		name, hunk string
+		want       map[string]any
+	}{
+		{"ambiguous", "-x\n+z\n", map[string]any{"code": "patch_ambiguous", "category": "input", "retryable": false,
+			"nextActions": []any{}, "phase": "not_started", "operationId": "ambiguous"}},
+		{"not found", "-w\n+z\n", map[string]any{"code": "patch_context_not_found", "category": "input", "retryable": false,
+			"nextActions": []any{"read_files"}, "phase": "not_started", "operationId": "not found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := map[string]any{"operationId": tc.name, "ifMatch": version,
+				"patch": "*** Begin Patch\n*** Update File: twice.txt\n@@\n" + tc.hunk + "*** End Patch\n"}
+			sc, res := callTool(t, cs, "apply_patch", args, me)
+			if !res.IsError {
+				t.Fatalf("patch applied: %v", sc)
+			}
+			if diff := cmp.Diff(tc.want, sc["error"]); diff != "" {
+				t.Errorf("error envelope (-want +got):\n%s", diff)
+			}
+			if got, _ := os.ReadFile(filepath.Join(env.Roots["alpha"], "twice.txt")); string(got) != "x\ny\nx\n" {
+				t.Errorf("file changed: %q", got)
+			}
+		})
 	}
 }
