@@ -21,6 +21,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/httpserver"
 	"github.com/devspace-dev/devspace/internal/mcpserver"
 	"github.com/devspace-dev/devspace/internal/metrics"
@@ -218,12 +219,14 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
+	patches := edits.New(edits.Options{Operations: ops, Locks: locks, Journal: st, Instructions: a.bindings, Checkpoints: activity,
+		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log})
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Commands: a.commands, Undo: a.snapshots, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks,
+		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks,
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
-		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, PatchIntents: intents})
+		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, Edits: patches})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -9,11 +9,15 @@ import (
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // Error categories (docs/design.md §8).
@@ -67,6 +71,14 @@ func mapError(err error) *ToolError {
 	if errors.As(err, &te) {
 		return te
 	}
+	var (
+		instructions *edits.InstructionsRequiredError
+		restore      *patch.RestoreConflict
+		conflict     *patch.VersionConflict
+		missing      *patch.PreconditionMissingError
+		parse        *patch.ParseError
+		hunk         *patch.HunkError
+	)
 	switch {
 	case errors.Is(err, binding.ErrExecutionRequired):
 		return toolErr("project_execution_required", catState,
@@ -157,6 +169,51 @@ func mapError(err error) *ToolError {
 		return retryable(toolErr("stdin_busy", catTransient, "The command is not reading its input fast enough; retry shortly."))
 	case errors.Is(err, process.ErrClosed):
 		return retryable(toolErr("server_shutting_down", catTransient, "DevSpace is shutting down; retry after it restarts."))
+	// apply_patch and undo_patch (the edits service).
+	case errors.As(err, &instructions):
+		return instructionsRequired(instructions)
+	case errors.Is(err, edits.ErrInvalidIfMatch):
+		return invalidInput("each ifMatch value must be a version, a contentHash string or null")
+	case errors.Is(err, edits.ErrIfMatchAmbiguous):
+		return toolErr("if_match_ambiguous", catInput,
+			"A single ifMatch value only works for a one-path patch; pass an object keyed by path.")
+	case errors.As(err, &restore):
+		e := toolErr("undo_conflict", catConflict, "Files changed since that patch; nothing was undone. Edit them with apply_patch instead.", "show_changes")
+		e.Details = map[string]any{"paths": restore.Paths()}
+		return e
+	case errors.Is(err, patch.ErrUndoConflict):
+		return toolErr("undo_conflict", catConflict, "Files changed since that patch; nothing was undone.", "show_changes")
+	case errors.Is(err, undo.ErrNotFound):
+		return toolErr("undo_not_found", catState, "There is no patch of this conversation to undo (or redo).", "show_changes")
+	case errors.Is(err, undo.ErrNotUndoable):
+		return toolErr("undo_unavailable", catState, "That patch cannot be undone ("+err.Error()+"); change the files with apply_patch instead.")
+	case errors.Is(err, undo.ErrAlreadyUndone), errors.Is(err, undo.ErrNotUndone):
+		return toolErr("undo_state_conflict", catConflict, "That patch is already in the requested state ("+err.Error()+").")
+	case errors.As(err, &conflict):
+		return versionConflict(conflict)
+	case errors.As(err, &missing):
+		e := toolErr("if_match_required", catInput, "Every path the patch touches needs an ifMatch entry (its version from read_files, or null for a new file).", "read_files")
+		e.Details = map[string]any{"paths": missing.Paths}
+		return e
+	case errors.Is(err, patch.ErrTooLarge):
+		return toolErr("patch_too_large", catLimit, "The patch is too large ("+err.Error()+"); split it.")
+	case errors.As(err, &parse), errors.Is(err, patch.ErrInvalidPatch):
+		return toolErr("invalid_patch", catInput, "The patch is not valid: "+err.Error()+".")
+	case errors.Is(err, patch.ErrAmbiguous):
+		// Before the *HunkError case: an ambiguous hunk is a *HunkError too.
+		return toolErr("patch_ambiguous", catInput, "A hunk matches in more than one place: "+err.Error()+". Add more context lines or an @@ anchor.")
+	case errors.As(err, &hunk), errors.Is(err, patch.ErrContextNotFound):
+		return toolErr("patch_context_not_found", catInput, "A hunk's context was not found: "+err.Error()+". Read the file again and rebuild the hunk.", "read_files")
+	case errors.Is(err, patch.ErrBinaryTarget):
+		return toolErr("binary_target", catInput, "Binary or non-UTF-8 files cannot be patched.")
+	case errors.Is(err, patch.ErrTargetMissing):
+		return toolErr("patch_target_missing", catInput, "A file the patch updates or deletes does not exist: "+err.Error()+".")
+	case errors.Is(err, store.ErrJournalFull):
+		return toolErr("patch_journal_full", catLimit, "This conversation's patch history is full; open the Project again (project_control open) to continue.", "project_control open")
+	case errors.Is(err, patch.ErrRollbackIncomplete):
+		e := toolErr("operation_outcome_unknown", catState, "The patch failed and could not be rolled back completely; check the files before retrying with a new operationId.", "show_changes")
+		e.Phase = "outcome_unknown"
+		return e
 	}
 	return toolErr("internal_error", catInternal, "DevSpace hit an internal error; the server log has the details.")
 }
@@ -171,6 +228,31 @@ func notStarted(te *ToolError) *ToolError {
 func retryable(te *ToolError) *ToolError {
 	te.Retryable = true
 	return te
+}
+
+// instructionsRequired is the error for a patch under nested instruction
+// files the execution has not seen (they are delivered in its details).
+func instructionsRequired(e *edits.InstructionsRequiredError) *ToolError {
+	te := toolErr("instructions_required", catState,
+		"Instructions apply to these paths that you have not seen; read them (details.instructionsDelta) and send the patch again.", "apply_patch")
+	te.Details = map[string]any{"instructionsDelta": e.Delta}
+	return te
+}
+
+// versionConflict is the error for an ifMatch that no longer holds; an
+// expected or actual "" (must not exist, does not exist) is null.
+func versionConflict(vc *patch.VersionConflict) *ToolError {
+	e := toolErr("file_version_conflict", catConflict,
+		"A file changed since you read it: read it again and rebuild the patch with its new version.", "read_files")
+	var expected, actual any = vc.Expected, vc.Actual
+	if vc.Expected == "" {
+		expected = nil
+	}
+	if vc.Actual == "" {
+		actual = nil
+	}
+	e.Details = map[string]any{"path": vc.Path, "expected": expected, "actual": actual}
+	return e
 }
 
 // repositoryUnsafe is the error for a repository whose metadata points

@@ -21,11 +21,11 @@ import (
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/commands"
+	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
-	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -33,7 +33,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
-	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -55,9 +54,8 @@ type Options struct {
 	// Commands runs the process tools; nil, or one that cannot run
 	// commands, leaves them unregistered.
 	Commands       *commands.Service
-	Undo           *undo.Store // nil disables undo_patch
-	IdentityKey    []byte      // HMAC key for session/Actor references
-	AllowedOrigins []string    // Origin values accepted when present (exact match)
+	IdentityKey    []byte   // HMAC key for session/Actor references
+	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
 	// BodyBudget bounds the /mcp body bytes held at once (zero means
 	// DefaultBodyBudget); BodyGrantShare bounds one grant's part of it
@@ -72,10 +70,9 @@ type Options struct {
 	Metrics            *metrics.Metrics
 	Logger             *slog.Logger // nil discards
 
-	// PatchIntents records apply_patch and undo_patch commits durably so
-	// that a crash is finished or undone at the next start; nil keeps them
-	// atomic only while the process lives.
-	PatchIntents *patch.Intents
+	// Edits runs apply_patch and undo_patch; undo_patch is registered when
+	// it keeps snapshots (edits.Service.UndoEnabled).
+	Edits *edits.Service
 }
 
 // Server is the MCP endpoint. It is safe for concurrent use.

@@ -1,0 +1,266 @@
+// Package edits is the service behind apply_patch and undo_patch. It runs
+// a patch, an undo or a redo on an execution's Project at most once per
+// operationId: it parses the request, takes the Project's write lock,
+// holds the change back while nested instructions are undelivered, applies
+// it atomically with package patch, and records what changed in the patch
+// journal, the undo snapshots and the execution's Thread.
+//
+// It knows nothing about MCP: callers pass a resolved Target and plain
+// requests, and get plain results and errors back. Errors are this
+// package's sentinels and types below, or those of patch, undo, operation,
+// rootlock, binding and store, wrapped; the edge maps them to codes.
+package edits
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/metrics"
+	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/undo"
+)
+
+// Operation keys carry the tool names, as the records written before this
+// package existed do, so that a retry across an upgrade still replays.
+const (
+	applyTool = "apply_patch"
+	undoTool  = "undo_patch"
+)
+
+// DefaultLockTimeout is how long a call waits for the Project's root lock
+// before failing with rootlock.ErrBusy (well under a host's first-byte
+// limit).
+const DefaultLockTimeout = 8 * time.Second
+
+// DefaultJournalLimits bound one execution's patch journal.
+var DefaultJournalLimits = store.JournalLimits{MaxEntries: 1000, MaxBytes: 64 << 20}
+
+// Errors this package owns. Callers test them with errors.Is.
+var (
+	// ErrIfMatchAmbiguous: a single ifMatch value (not an object keyed by
+	// path) for a patch that touches more than one path.
+	ErrIfMatchAmbiguous = errors.New("a single ifMatch value needs a one-path patch")
+	// ErrInvalidIfMatch: an ifMatch value is not a version object, a
+	// contentHash string or null.
+	ErrInvalidIfMatch = errors.New("invalid ifMatch value")
+	// ErrUndoDisabled: Undo was called on a Service without snapshots.
+	ErrUndoDisabled = errors.New("undo snapshots are disabled")
+)
+
+// InstructionsRequiredError refuses a patch under nested instruction files
+// the execution has not seen yet. They are now recorded as delivered, so
+// the same patch sent again (after reading them) runs.
+type InstructionsRequiredError struct {
+	Delta []binding.DeltaFile
+}
+
+func (e *InstructionsRequiredError) Error() string {
+	return fmt.Sprintf("%d nested instruction file(s) not yet read", len(e.Delta))
+}
+
+// Operations runs an effect at most once per key (operation.Service).
+type Operations interface {
+	Do(ctx context.Context, key operation.Key, requestHash string, fn func(ctx context.Context) ([]byte, error)) ([]byte, bool, error)
+}
+
+// Locks serializes the tools that use one Project (rootlock.Locks).
+type Locks interface {
+	Acquire(ctx context.Context, key string, mode rootlock.Mode, timeout time.Duration) (*rootlock.Lease, error)
+}
+
+// Journal is the per-execution patch journal behind show_changes
+// apply_patch_history (store.Store).
+type Journal interface {
+	JournalRoom(ctx context.Context, executionID string, size int64, lim store.JournalLimits) error
+	AppendJournal(ctx context.Context, executionID, files, diff string) (int64, error)
+}
+
+// Instructions delivers the nested instruction files that apply to paths
+// and the execution has not seen yet (binding.Service).
+type Instructions interface {
+	InstructionsDelta(ctx context.Context, e *store.Execution, r *os.Root, paths []string) ([]binding.DeltaFile, error)
+}
+
+// Checkpointer records a sanitized entry on an execution's Thread
+// (binding.Activity).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, executionID, kind string, data map[string]any)
+}
+
+var (
+	_ Operations   = (*operation.Service)(nil)
+	_ Locks        = (*rootlock.Locks)(nil)
+	_ Journal      = (*store.Store)(nil)
+	_ Instructions = (*binding.Service)(nil)
+	_ Checkpointer = (*binding.Activity)(nil)
+)
+
+// Options configure a Service. Fields are required unless noted.
+type Options struct {
+	Operations   Operations
+	Locks        Locks
+	Journal      Journal
+	Instructions Instructions
+	Checkpoints  Checkpointer
+	Metrics      *metrics.Metrics
+	// Snapshots keeps what each patch changed so that Undo can revert it;
+	// nil disables undo (Undo returns ErrUndoDisabled) and recording.
+	Snapshots *undo.Store
+	// Intents records each commit durably so that a crash is finished or
+	// undone at the next start (patch.Options.Intents); nil keeps commits
+	// atomic only while the process lives.
+	Intents *patch.Intents
+	// JournalLimits bound each execution's journal; the zero value means
+	// DefaultJournalLimits.
+	JournalLimits store.JournalLimits
+	// LockTimeout is how long a call waits for the root lock; zero means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Logger receives the failures of recording a committed change, which
+	// never fail the call; nil discards.
+	Logger *slog.Logger
+}
+
+// Service applies, undoes and redoes patches. It is safe for concurrent
+// use; calls on one Project are serialized by its root lock.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns a Service. It does not take ownership of its collaborators.
+func New(opts Options) *Service {
+	if opts.JournalLimits == (store.JournalLimits{}) {
+		opts.JournalLimits = DefaultJournalLimits
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{opts: opts, log: log.With("component", "edits")}
+}
+
+// UndoEnabled reports whether the Service keeps undo snapshots.
+func (s *Service) UndoEnabled() bool { return s.opts.Snapshots != nil }
+
+// Target is what a call works on, resolved and re-checked by the caller:
+// the caller's grant (operation records are keyed by it), its execution
+// and the directory of the execution's Project.
+type Target struct {
+	GrantID   string
+	Execution *store.Execution
+	Dir       string
+}
+
+// File is what a patch, undo or redo did to one path. Its JSON form is the
+// one stored for replay and in the journal.
+type File struct {
+	Path      string `json:"path"`
+	Action    string `json:"action"`
+	MovedFrom string `json:"movedFrom,omitempty"`
+	Fuzz      string `json:"fuzz,omitempty"`
+	Added     int    `json:"added"`
+	Removed   int    `json:"removed"`
+	// ContentHash is the file's new version; pass it as ifMatch next time
+	// ("" after a delete).
+	ContentHash string `json:"contentHash,omitempty"`
+}
+
+// workspace is a Target with its root lock held and its directory open.
+type workspace struct {
+	exec  *store.Execution
+	root  *os.Root
+	lease *rootlock.Lease
+}
+
+// open takes t's root lock for writing and opens its directory. Errors:
+// rootlock.ErrBusy, ctx.Err(), binding.ErrProjectUnavailable.
+func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
+	lease, err := s.opts.Locks.Acquire(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(t.Dir)
+	if err != nil {
+		lease.Release()
+		return nil, fmt.Errorf("%w: %w", binding.ErrProjectUnavailable, project.Scrub(err))
+	}
+	return &workspace{exec: t.Execution, root: r, lease: lease}, nil
+}
+
+func (w *workspace) close() {
+	w.root.Close()
+	w.lease.Release()
+}
+
+// once runs effect under the operation key of tool and req's hash and
+// returns its result: the typed value effect produced, or, when the
+// operation is replayed, the stored one decoded into a new T. effect's
+// result is marshalled once, for storage.
+func once[T any](ctx context.Context, ops Operations, key operation.Key, request any, effect func(ctx context.Context) (*T, error)) (_ *T, replayed bool, _ error) {
+	hash, err := operation.HashRequest(request)
+	if err != nil {
+		return nil, false, err
+	}
+	var fresh *T
+	raw, replayed, err := ops.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		out, err := effect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fresh = out
+		return json.Marshal(out)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if fresh != nil && !replayed {
+		return fresh, false, nil
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, false, fmt.Errorf("decode stored result: %w", err)
+	}
+	return out, true, nil
+}
+
+// record journals a committed change and checkpoints it to the Thread.
+// Failures are logged: the change is committed whatever happens here.
+func (s *Service) record(ctx context.Context, executionID, kind string, entry patch.Entry, files []File) {
+	list, _ := json.Marshal(files)
+	if _, err := s.opts.Journal.AppendJournal(ctx, executionID, string(list), patch.RenderDiff(entry)); err != nil {
+		s.log.ErrorContext(ctx, "append patch journal", "err", err)
+	}
+	touched := make([]map[string]any, 0, len(files))
+	for _, f := range files {
+		touched = append(touched, map[string]any{"path": f.Path, "action": f.Action, "added": f.Added, "removed": f.Removed})
+	}
+	s.opts.Checkpoints.Checkpoint(ctx, executionID, kind, map[string]any{"files": touched})
+}
+
+// notStarted marks err as failing before any change (operation.ErrNotStarted):
+// the operation's reservation is released so a retry may run.
+func notStarted(err error) error { return fmt.Errorf("%w: %w", operation.ErrNotStarted, err) }
+
+// writeFailed marks a failure of patch.Apply or patch.Restore: one whose
+// rollback was incomplete has unknown effects and is never re-run; any
+// other changed nothing.
+func writeFailed(err error) error {
+	if errors.Is(err, patch.ErrRollbackIncomplete) {
+		return err
+	}
+	return notStarted(err)
+}
