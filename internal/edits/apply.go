@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -62,14 +61,8 @@ func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Appli
 	if err != nil {
 		return nil, err
 	}
-	w, err := s.open(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	key := operation.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: applyTool, OperationID: req.OperationID}
 	request := map[string]any{"patch": req.Patch, "ifMatch": json.RawMessage(canonicalJSON(req.IfMatch)), "allowSensitive": req.AllowSensitive}
-	out, replayed, err := once(ctx, s.opts.Operations, key, request, func(ctx context.Context) (*Applied, error) {
+	out, replayed, err := once(ctx, s, t, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
 		// Nested instructions the model has not seen yet come first.
 		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.root, paths)
 		if err != nil {

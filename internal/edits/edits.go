@@ -206,18 +206,26 @@ func (w *workspace) close() {
 	w.lease.Release()
 }
 
-// once runs effect under the operation key of tool and req's hash and
-// returns its result: the typed value effect produced, or, when the
-// operation is replayed, the stored one decoded into a new T. effect's
+// once takes t's root lock, opens its directory and runs effect there at
+// most once per operation key (t's grant and execution, tool, operationID)
+// and request. It returns the typed value effect produced, or, when the
+// operation is replayed, the stored one decoded into a new T; effect's
 // result is marshalled once, for storage.
-func once[T any](ctx context.Context, ops Operations, key operation.Key, request any, effect func(ctx context.Context) (*T, error)) (_ *T, replayed bool, _ error) {
+func once[T any](ctx context.Context, s *Service, t Target, tool, operationID string, request any,
+	effect func(ctx context.Context, w *workspace) (*T, error)) (_ *T, replayed bool, _ error) {
+	w, err := s.open(ctx, t)
+	if err != nil {
+		return nil, false, err
+	}
+	defer w.close()
 	hash, err := operation.HashRequest(request)
 	if err != nil {
 		return nil, false, err
 	}
+	key := operation.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: tool, OperationID: operationID}
 	var fresh *T
-	raw, replayed, err := ops.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		out, err := effect(ctx)
+	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		out, err := effect(ctx, w)
 		if err != nil {
 			return nil, err
 		}

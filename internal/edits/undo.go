@@ -3,7 +3,6 @@ package edits
 import (
 	"context"
 
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -48,13 +47,7 @@ func (s *Service) Undo(ctx context.Context, t Target, req UndoRequest) (*Undone,
 	if s.opts.Snapshots == nil {
 		return nil, ErrUndoDisabled
 	}
-	w, err := s.open(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	key := operation.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: undoTool, OperationID: req.OperationID}
-	out, replayed, err := once(ctx, s.opts.Operations, key, req, func(ctx context.Context) (*Undone, error) {
+	out, replayed, err := once(ctx, s, t, undoTool, req.OperationID, req, func(ctx context.Context, w *workspace) (*Undone, error) {
 		var snap *undo.Snapshot
 		var err error
 		if req.PatchOperationID != "" {

@@ -1,8 +1,6 @@
 package mcpserver_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,14 +44,8 @@ func (s *statements) take() []string {
 func TestApplyPatchStatements(t *testing.T) {
 	var sql statements
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, OnStatement: sql.record})
-	os.WriteFile(filepath.Join(env.Roots["alpha"], "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"), 0o644)
-	c := env.Register("cost", "http://127.0.0.1:9/cb", "client_secret_basic")
-	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write"}})
-	cs := connect(t, env, tok.AccessToken, "")
-	me := session("cost")
-	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
-	sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "main.go"}}}, me)
-	args := map[string]any{"operationId": "p1", "ifMatch": map[string]any{"main.go": readVersion(t, cs, sc)},
+	cs, me, version := openToPatch(t, env, "main.go", "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n")
+	args := map[string]any{"operationId": "p1", "ifMatch": map[string]any{"main.go": version},
 		"patch": "*** Begin Patch\n*** Update File: main.go\n@@ func main() {\n-\tprintln(\"hi\")\n+\tprintln(\"hello\")\n*** End Patch\n"}
 
 	var first map[string]any

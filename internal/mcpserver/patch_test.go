@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 )
@@ -138,14 +139,7 @@ func TestApplyPatchThroughMCP(t *testing.T) {
 // not patch_context_not_found (re-read the file).
 func TestApplyPatchHunkErrors(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
-	os.WriteFile(filepath.Join(env.Roots["alpha"], "twice.txt"), []byte("x\ny\nx\n"), 0o644)
-	c := env.Register("hunks", "http://127.0.0.1:9/cb", "client_secret_basic")
-	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write"}})
-	cs := connect(t, env, tok.AccessToken, "")
-	me := session("h")
-	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
-	sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "twice.txt"}}}, me)
-	version := readVersion(t, cs, sc)
+	cs, me, version := openToPatch(t, env, "twice.txt", "x\ny\nx\n")
 	for _, tc := range []struct {
 		name, hunk string
 		want       map[string]any
@@ -170,4 +164,21 @@ func TestApplyPatchHunkErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openToPatch writes path (with content) in the Project "alpha", opens it
+// in a new conversation with a read-write grant, reads path and returns
+// the session, its metadata and path's version for ifMatch.
+func openToPatch(t *testing.T, env *apptest.Env, path, content string) (*mcp.ClientSession, map[string]any, string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(env.Roots["alpha"], path), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := env.Register("patcher", "http://127.0.0.1:9/cb", "client_secret_basic")
+	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("patcher")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "open"}, me)
+	sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": path}}}, me)
+	return cs, me, readVersion(t, cs, sc)
 }
