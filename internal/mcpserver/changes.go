@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -103,7 +102,7 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 			ch, err = s.review.Changes(ctx, w.proj.Path)
 		}
 		if err != nil {
-			return out, reviewError(err)
+			return out, fmt.Errorf("review: %w", project.Scrub(err))
 		}
 		out.Revision, out.Head, out.Truncated, text = ch.Revision, ch.Head, ch.Truncated, ch.Diff
 		for _, f := range ch.Files {
@@ -134,14 +133,14 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 			return out, err
 		}
 		if claims.Resource != in.Source {
-			return out, toolErr("cursor_invalid", catInput, "That cursor belongs to the other source.")
+			return out, toolErr("cursor_invalid", "That cursor belongs to the other source.")
 		}
 		if claims.Revision != out.Revision {
-			return out, toolErr("diff_cursor_stale", catState, "The changes moved since that page; start again without a cursor.", "show_changes")
+			return out, toolErr("diff_cursor_stale", "The changes moved since that page; start again without a cursor.", "show_changes")
 		}
 		out.Offset = int(claims.Offset)
 		if out.Offset > len(text) {
-			return out, toolErr("cursor_invalid", catInput, "That cursor is past the end of the changes.")
+			return out, toolErr("cursor_invalid", "That cursor is past the end of the changes.")
 		}
 	}
 	page, next, done := review.Page(text, out.Offset, changesPageBytes)
@@ -165,20 +164,4 @@ func (s *Server) sourceRoot(c *call, ref string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func reviewError(err error) error {
-	switch {
-	case errors.Is(err, review.ErrNotRepository), errors.Is(err, review.ErrNotTopLevel):
-		return toolErr("repository_review_unavailable", catState,
-			"Repository review needs the Project root to be the top level of a Git repository; use source apply_patch_history instead.")
-	case errors.Is(err, review.ErrUnsafeFilters):
-		return toolErr("repository_review_unsafe", catSafety,
-			"This repository configures clean/smudge filters or textconv drivers that git would run; DevSpace does not run them, so repository review is refused.")
-	case errors.Is(err, context.DeadlineExceeded):
-		e := toolErr("repository_review_timeout", catTransient, "git took too long to review the changes; try again.")
-		e.Retryable = true
-		return e
-	}
-	return fmt.Errorf("review: %w", project.Scrub(err))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/tasks"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
@@ -51,16 +52,23 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.message }
 
-func toolErr(code, category, message string, next ...string) *ToolError {
+// toolErr builds the envelope of code (one of codeCategories, which gives
+// its category; a transient error is retryable) with its guidance sentence
+// and next actions.
+func toolErr(code, message string, next ...string) *ToolError {
+	category, ok := codeCategories[code]
+	if !ok {
+		panic("mcpserver: error code " + code + " is not in codeCategories (nor in docs/errors.md)")
+	}
 	if next == nil {
 		next = []string{}
 	}
-	return &ToolError{Code: code, Category: category, message: message, NextActions: next}
+	return &ToolError{Code: code, Category: category, Retryable: category == catTransient, message: message, NextActions: next}
 }
 
 // invalidInput is the error for arguments that fail decoding or validation.
 func invalidInput(format string, a ...any) *ToolError {
-	return toolErr("invalid_tool_input", catInput, fmt.Sprintf(format, a...), "fix the arguments and call again")
+	return toolErr("invalid_tool_input", fmt.Sprintf(format, a...), "fix the arguments and call again")
 }
 
 // mapError turns a domain error into the envelope. This is the one place
@@ -81,141 +89,199 @@ func mapError(err error) *ToolError {
 	)
 	switch {
 	case errors.Is(err, binding.ErrExecutionRequired):
-		return toolErr("project_execution_required", catState,
+		return toolErr("project_execution_required",
 			"No open Project in this conversation: call project_control with action open (or hydrate after a reconnect).",
 			"project_control open", "project_control hydrate")
 	case errors.Is(err, binding.ErrProjectNotAuthorized):
-		return toolErr("project_not_authorized", catScope,
+		return toolErr("project_not_authorized",
 			"That projectRef is not one of this connection's Projects: call list_projects for the ones you can use.",
 			"list_projects")
 	case errors.Is(err, binding.ErrProjectRefRequired):
-		return toolErr("project_ref_required", catInput,
+		return toolErr("project_ref_required",
 			"This connection has several Projects: pass projectRef (from list_projects).", "list_projects")
 	case errors.Is(err, binding.ErrInstructionsRequired):
-		return toolErr("root_instructions_required", catState,
+		return toolErr("root_instructions_required",
 			"Read the remaining root instruction pages first: call project_control hydrate with the nextCursor you were given.",
 			"project_control hydrate")
 	case errors.Is(err, binding.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable):
-		e := toolErr("project_unavailable", catTransient, "The Project directory cannot be read right now; try again later.")
-		e.Retryable = true
+		e := toolErr("project_unavailable", "The Project directory cannot be read right now; try again later.")
 		return e
 	case errors.Is(err, binding.ErrWriteScopeRequired):
-		return toolErr("project_write_scope_required", catScope, "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
+		return toolErr("project_write_scope_required", "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
 	case errors.Is(err, review.ErrRepositoryUnsafe):
 		// Before ErrWorktreeUnavailable, which wraps it for worktree opens;
 		// show_changes' reviewError passes it through.
 		return repositoryUnsafe()
 	case errors.Is(err, binding.ErrWorktreeUnavailable):
-		return toolErr("project_worktree_unavailable", catState,
+		return toolErr("project_worktree_unavailable",
 			"This Project cannot host a managed worktree (its root must be exactly a Git top level with at least one commit and no executable filters); open with checkoutKind checkout.")
 	case errors.Is(err, binding.ErrWorktreeDirty):
-		return toolErr("project_worktree_dirty", catState, "The worktree has uncommitted changes; commit or discard them before closing the Thread.")
+		return toolErr("project_worktree_dirty", "The worktree has uncommitted changes; commit or discard them before closing the Thread.")
 	case errors.Is(err, binding.ErrThreadNotFound):
-		return toolErr("project_thread_not_found", catState, "No such Thread for this connection and user.")
+		return toolErr("project_thread_not_found", "No such Thread for this connection and user.")
 	case errors.Is(err, binding.ErrThreadRevision):
-		return toolErr("thread_revision_conflict", catConflict, "The Thread changed; read its status and retry with the new revision.", "project_thread_control status")
+		return toolErr("thread_revision_conflict", "The Thread changed; read its status and retry with the new revision.", "project_thread_control status")
 	case errors.Is(err, binding.ErrProcessesRunning):
-		e := toolErr("project_busy", catTransient, "Commands of this Thread are still running; interrupt them before closing it.", "project_control interrupt")
-		e.Retryable = true
+		e := toolErr("project_busy", "Commands of this Thread are still running; interrupt them before closing it.", "project_control interrupt")
 		return e
 	case errors.Is(err, binding.ErrTaskNotFound):
-		return toolErr("project_task_not_found", catState, "No saved Task with that taskRef is available to this connection.", "list_projects")
+		return toolErr("project_task_not_found", "No saved Task with that taskRef is available to this connection.", "list_projects")
 	case errors.Is(err, rootlock.ErrBusy):
-		e := toolErr("project_busy", catTransient, "Another DevSpace operation holds this Project (a patch or running commands); wait, or interrupt the commands, then retry.",
+		e := toolErr("project_busy", "Another DevSpace operation holds this Project (a patch or running commands); wait, or interrupt the commands, then retry.",
 			"retry shortly", "project_control interrupt")
-		e.Retryable = true
 		return e
 	case errors.Is(err, project.ErrPathDenied):
-		return toolErr("path_denied", catSafety, "That path is outside the Project or not allowed; use a path relative to the Project root.")
+		return pathDenied(err)
 	case errors.Is(err, operation.ErrInvalidID):
 		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 	case errors.Is(err, operation.ErrConflict):
-		return toolErr("operation_id_conflict", catConflict,
+		return toolErr("operation_id_conflict",
 			"This operationId was already used for a different request: use a new operationId.", "retry with a new operationId")
 	case errors.Is(err, operation.ErrOutcomeUnknown):
-		e := toolErr("operation_outcome_unknown", catState,
+		e := toolErr("operation_outcome_unknown",
 			"The outcome of this operation is unknown (the server stopped while it ran); check the Project state before retrying with a new operationId.")
 		e.Phase = "outcome_unknown"
 		return e
 	case errors.Is(err, cursor.ErrExpired), errors.Is(err, cursor.ErrStaleEpoch):
-		return toolErr("cursor_expired", catState, "That cursor expired or is out of date: start again without it.")
+		return toolErr("cursor_expired", "That cursor expired or is out of date: start again without it.")
 	case errors.Is(err, cursor.ErrForeignGrant), errors.Is(err, cursor.ErrForeignExecution), errors.Is(err, cursor.ErrForeignSession):
-		return toolErr("cursor_foreign", catInput, "That cursor belongs to another conversation or execution: start again without it.")
+		return toolErr("cursor_foreign", "That cursor belongs to another conversation or execution: start again without it.")
 	case errors.Is(err, cursor.ErrWrongKind):
-		return toolErr("cursor_wrong_kind", catInput, "That cursor belongs to another tool or listing.")
+		return toolErr("cursor_wrong_kind", "That cursor belongs to another tool or listing.")
 	case errors.Is(err, cursor.ErrMalformed), errors.Is(err, cursor.ErrTampered), errors.Is(err, cursor.ErrTooLong):
-		return toolErr("cursor_invalid", catInput, "That cursor is not valid: pass a nextCursor exactly as returned, or none.")
+		return toolErr("cursor_invalid", "That cursor is not valid: pass a nextCursor exactly as returned, or none.")
 	case errors.Is(err, commands.ErrCursorMismatch):
-		return toolErr("cursor_invalid", catInput, "That cursor belongs to another command or mode.")
+		return toolErr("cursor_invalid", "That cursor belongs to another command or mode.")
 	case errors.Is(err, commands.ErrNotFound):
-		return toolErr("process_not_found", catState, "No such command in this conversation's open Project.")
+		return toolErr("process_not_found", "No such command in this conversation's open Project.")
 	case errors.Is(err, commands.ErrOutputGone):
-		return toolErr("process_not_found", catState, "That command's output is no longer retained (it expired or its conversation closed).")
+		return toolErr("process_not_found", "That command's output is no longer retained (it expired or its conversation closed).")
 	case errors.Is(err, commands.ErrWorkingDirMissing):
-		return toolErr("working_directory_invalid", catInput, "workingDirectory does not exist in the Project.")
+		return toolErr("working_directory_invalid", "workingDirectory does not exist in the Project.")
 	case errors.Is(err, commands.ErrWorkingDirNotDir):
-		return toolErr("working_directory_invalid", catInput, "workingDirectory is not a directory.")
+		return toolErr("working_directory_invalid", "workingDirectory is not a directory.")
 	case errors.Is(err, process.ErrSpawn):
-		return notStarted(toolErr("command_spawn_failed", catInput, "The command could not be started (is the program installed and executable?)."))
+		return notStarted(toolErr("command_spawn_failed", "The command could not be started (is the program installed and executable?)."))
 	case errors.Is(err, process.ErrSandboxUnavailable):
-		return notStarted(toolErr("sandbox_unavailable", catSafety, "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off)."))
+		return notStarted(toolErr("sandbox_unavailable", "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off)."))
 	case errors.Is(err, process.ErrTooMany):
-		return toolErr("process_limit", catLimit, "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
+		return toolErr("process_limit", "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
 	case errors.Is(err, process.ErrRevisionConflict):
-		return toolErr("process_revision_conflict", catConflict, "The command changed since expectedRevision; read its state and retry.", "read_process_output")
+		return toolErr("process_revision_conflict", "The command changed since expectedRevision; read its state and retry.", "read_process_output")
 	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):
-		return toolErr("process_not_running", catState, "The command is not accepting input (it ended or its input is closed).")
+		return toolErr("process_not_running", "The command is not accepting input (it ended or its input is closed).")
 	case errors.Is(err, process.ErrStdinFull):
-		return retryable(toolErr("stdin_busy", catTransient, "The command is not reading its input fast enough; retry shortly."))
+		return toolErr("stdin_busy", "The command is not reading its input fast enough; retry shortly.")
 	case errors.Is(err, process.ErrClosed):
-		return retryable(toolErr("server_shutting_down", catTransient, "DevSpace is shutting down; retry after it restarts."))
+		return toolErr("server_shutting_down", "DevSpace is shutting down; retry after it restarts.")
 	// apply_patch and undo_patch (the edits service).
 	case errors.As(err, &instructions):
 		return instructionsRequired(instructions)
 	case errors.Is(err, edits.ErrInvalidIfMatch):
 		return invalidInput("each ifMatch value must be a version, a contentHash string or null")
 	case errors.Is(err, edits.ErrIfMatchAmbiguous):
-		return toolErr("if_match_ambiguous", catInput,
+		return toolErr("if_match_ambiguous",
 			"A single ifMatch value only works for a one-path patch; pass an object keyed by path.")
 	case errors.As(err, &restore):
-		e := toolErr("undo_conflict", catConflict, "Files changed since that patch; nothing was undone. Edit them with apply_patch instead.", "show_changes")
+		e := toolErr("undo_conflict", "Files changed since that patch; nothing was undone. Edit them with apply_patch instead.", "show_changes")
 		e.Details = map[string]any{"paths": restore.Paths()}
 		return e
 	case errors.Is(err, patch.ErrUndoConflict):
-		return toolErr("undo_conflict", catConflict, "Files changed since that patch; nothing was undone.", "show_changes")
+		return toolErr("undo_conflict", "Files changed since that patch; nothing was undone.", "show_changes")
 	case errors.Is(err, undo.ErrNotFound):
-		return toolErr("undo_not_found", catState, "There is no patch of this conversation to undo (or redo).", "show_changes")
+		return toolErr("undo_not_found", "There is no patch of this conversation to undo (or redo).", "show_changes")
 	case errors.Is(err, undo.ErrNotUndoable):
-		return toolErr("undo_unavailable", catState, "That patch cannot be undone ("+err.Error()+"); change the files with apply_patch instead.")
+		return toolErr("undo_unavailable", "That patch cannot be undone ("+err.Error()+"); change the files with apply_patch instead.")
 	case errors.Is(err, undo.ErrAlreadyUndone), errors.Is(err, undo.ErrNotUndone):
-		return toolErr("undo_state_conflict", catConflict, "That patch is already in the requested state ("+err.Error()+").")
+		return toolErr("undo_state_conflict", "That patch is already in the requested state ("+err.Error()+").")
 	case errors.As(err, &conflict):
 		return versionConflict(conflict)
 	case errors.As(err, &missing):
-		e := toolErr("if_match_required", catInput, "Every path the patch touches needs an ifMatch entry (its version from read_files, or null for a new file).", "read_files")
+		e := toolErr("if_match_required", "Every path the patch touches needs an ifMatch entry (its version from read_files, or null for a new file).", "read_files")
 		e.Details = map[string]any{"paths": missing.Paths}
 		return e
 	case errors.Is(err, patch.ErrTooLarge):
-		return toolErr("patch_too_large", catLimit, "The patch is too large ("+err.Error()+"); split it.")
+		return toolErr("patch_too_large", "The patch is too large ("+err.Error()+"); split it.")
 	case errors.As(err, &parse), errors.Is(err, patch.ErrInvalidPatch):
-		return toolErr("invalid_patch", catInput, "The patch is not valid: "+err.Error()+".")
+		return toolErr("invalid_patch", "The patch is not valid: "+err.Error()+".")
 	case errors.Is(err, patch.ErrAmbiguous):
 		// Before the *HunkError case: an ambiguous hunk is a *HunkError too.
-		return toolErr("patch_ambiguous", catInput, "A hunk matches in more than one place: "+err.Error()+". Add more context lines or an @@ anchor.")
+		return toolErr("patch_ambiguous", "A hunk matches in more than one place: "+err.Error()+". Add more context lines or an @@ anchor.")
 	case errors.As(err, &hunk), errors.Is(err, patch.ErrContextNotFound):
-		return toolErr("patch_context_not_found", catInput, "A hunk's context was not found: "+err.Error()+". Read the file again and rebuild the hunk.", "read_files")
+		return toolErr("patch_context_not_found", "A hunk's context was not found: "+err.Error()+". Read the file again and rebuild the hunk.", "read_files")
 	case errors.Is(err, patch.ErrBinaryTarget):
-		return toolErr("binary_target", catInput, "Binary or non-UTF-8 files cannot be patched.")
+		return toolErr("binary_target", "Binary or non-UTF-8 files cannot be patched.")
 	case errors.Is(err, patch.ErrTargetMissing):
-		return toolErr("patch_target_missing", catInput, "A file the patch updates or deletes does not exist: "+err.Error()+".")
+		return toolErr("patch_target_missing", "A file the patch updates or deletes does not exist: "+err.Error()+".")
 	case errors.Is(err, store.ErrJournalFull):
-		return toolErr("patch_journal_full", catLimit, "This conversation's patch history is full; open the Project again (project_control open) to continue.", "project_control open")
+		return toolErr("patch_journal_full", "This conversation's patch history is full; open the Project again (project_control open) to continue.", "project_control open")
 	case errors.Is(err, patch.ErrRollbackIncomplete):
-		e := toolErr("operation_outcome_unknown", catState, "The patch failed and could not be rolled back completely; check the files before retrying with a new operationId.", "show_changes")
+		e := toolErr("operation_outcome_unknown", "The patch failed and could not be rolled back completely; check the files before retrying with a new operationId.", "show_changes")
 		e.Phase = "outcome_unknown"
 		return e
 	}
-	return toolErr("internal_error", catInternal, "DevSpace hit an internal error; the server log has the details.")
+	if te := mapTaskOrReview(err); te != nil {
+		return te
+	}
+	return toolErr("internal_error", "DevSpace hit an internal error; the server log has the details.")
+}
+
+// mapTaskOrReview maps the errors of save_progress (tasks) and
+// show_changes (review); nil for any other error.
+func mapTaskOrReview(err error) *ToolError {
+	var re *tasks.RevisionError
+	var se *tasks.SecretError
+	switch {
+	case errors.As(err, &se):
+		return notStarted(toolErr("secret_persistence_blocked", "The text contains something that looks like a credential ("+se.Kind+"); remove it and save again."))
+	case errors.Is(err, tasks.ErrInvalid):
+		return invalidInput("%v", err)
+	case errors.Is(err, tasks.ErrTooLarge):
+		return toolErr("task_context_too_large", "The saved Task is too large ("+err.Error()+"); shorten it.")
+	case errors.Is(err, tasks.ErrCapacity):
+		return toolErr("project_task_capacity", "This Project already has 20 resumable Tasks; complete or finish one before saving another.")
+	case errors.Is(err, tasks.ErrIfMatchUnexpected):
+		return toolErr("if_match_unexpected", "This is the first save in this conversation: omit ifMatch.")
+	case errors.As(err, &re) && errors.Is(err, tasks.ErrIfMatchRequired):
+		e := toolErr("if_match_required", fmt.Sprintf("Pass ifMatch: %d (the Task's current revision) to update it.", re.Current))
+		e.Details = map[string]any{"currentRevision": re.Current}
+		return e
+	case errors.As(err, &re):
+		e := toolErr("project_task_revision_conflict",
+			fmt.Sprintf("The Task changed (now revision %d); re-read it and retry with the same operationId and the new ifMatch.", re.Current))
+		e.Details = map[string]any{"currentRevision": re.Current}
+		return e
+	case errors.Is(err, tasks.ErrNotActive):
+		return toolErr("project_task_not_active", "This Task is no longer active in this conversation (it was resumed elsewhere or completed).")
+	case errors.Is(err, review.ErrNotRepository), errors.Is(err, review.ErrNotTopLevel):
+		return toolErr("repository_review_unavailable",
+			"Repository review needs the Project root to be the top level of a Git repository; use source apply_patch_history instead.")
+	case errors.Is(err, review.ErrUnsafeFilters):
+		return toolErr("repository_review_unsafe",
+			"This repository configures clean/smudge filters or textconv drivers that git would run; DevSpace does not run them, so repository review is refused.")
+	case errors.Is(err, review.ErrTimeout):
+		return toolErr("repository_review_timeout", "git took too long to review the changes; try again.")
+	}
+	return nil
+}
+
+// pathDenied is the path_denied envelope, with the reason the project
+// package gave (the edge counts it: Server.invoke).
+func pathDenied(err error) *ToolError {
+	reason := "other"
+	var pe *project.PathError
+	if errors.As(err, &pe) {
+		reason = pe.Reason
+	}
+	var te *ToolError
+	if reason == project.ReasonRepository {
+		te = toolErr("path_denied",
+			"Repository metadata (.git) is not Project content: no tool reads or writes it; review Git state with show_changes.", "show_changes")
+	} else {
+		te = toolErr("path_denied", "That path is outside the Project or not allowed ("+reason+"); use a path relative to the Project root.")
+	}
+	te.Details = map[string]any{"reason": reason}
+	return te
 }
 
 // notStarted marks an error whose effect never began.
@@ -224,16 +290,10 @@ func notStarted(te *ToolError) *ToolError {
 	return te
 }
 
-// retryable marks an error worth retrying as is.
-func retryable(te *ToolError) *ToolError {
-	te.Retryable = true
-	return te
-}
-
 // instructionsRequired is the error for a patch under nested instruction
 // files the execution has not seen (they are delivered in its details).
 func instructionsRequired(e *edits.InstructionsRequiredError) *ToolError {
-	te := toolErr("instructions_required", catState,
+	te := toolErr("instructions_required",
 		"Instructions apply to these paths that you have not seen; read them (details.instructionsDelta) and send the patch again.", "apply_patch")
 	te.Details = map[string]any{"instructionsDelta": e.Delta}
 	return te
@@ -242,7 +302,7 @@ func instructionsRequired(e *edits.InstructionsRequiredError) *ToolError {
 // versionConflict is the error for an ifMatch that no longer holds; an
 // expected or actual "" (must not exist, does not exist) is null.
 func versionConflict(vc *patch.VersionConflict) *ToolError {
-	e := toolErr("file_version_conflict", catConflict,
+	e := toolErr("file_version_conflict",
 		"A file changed since you read it: read it again and rebuild the patch with its new version.", "read_files")
 	var expected, actual any = vc.Expected, vc.Actual
 	if vc.Expected == "" {
@@ -259,7 +319,7 @@ func versionConflict(vc *patch.VersionConflict) *ToolError {
 // outside the Project (review.ErrRepositoryUnsafe): show_changes and
 // managed worktrees run no Git there.
 func repositoryUnsafe() *ToolError {
-	return toolErr("repository_unsafe", catSafety,
+	return toolErr("repository_unsafe",
 		"This repository's Git metadata points outside the Project, so DevSpace runs no Git in it; use show_changes with source apply_patch_history, or open with checkoutKind checkout.",
 		"show_changes apply_patch_history", "project_control open")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/project"
 )
 
 // Limits of the process tools' inputs (docs/design.md §9); the commands
@@ -43,14 +42,14 @@ type execIn struct {
 func (in *execIn) validate() error {
 	direct, shell := in.Program != "", in.Shell || in.Command != ""
 	if direct == shell || (shell && (!in.Shell || in.Command == "")) || (direct && in.Command != "") {
-		return toolErr("command_mode_invalid", catInput,
+		return toolErr("command_mode_invalid",
 			"Use exactly one mode: program (+ args) for direct mode, or shell: true with command for shell mode.")
 	}
 	if shell && len(in.Args) > 0 {
-		return toolErr("command_mode_invalid", catInput, "args belong to direct mode; put them in command for shell mode.")
+		return toolErr("command_mode_invalid", "args belong to direct mode; put them in command for shell mode.")
 	}
 	if len(in.Stdin) > commands.StdinMax {
-		return toolErr("stdin_too_large", catLimit, "stdin is limited to 1 MiB; write more with write_stdin.")
+		return toolErr("stdin_too_large", "stdin is limited to 1 MiB; write more with write_stdin.")
 	}
 	if len(in.Environment) > envMaxEntries {
 		return invalidInput("environment is limited to %d entries", envMaxEntries)
@@ -64,7 +63,7 @@ func (in *execIn) validate() error {
 		return invalidInput("%v", err)
 	}
 	if kind := in.secretIn(); kind != "" {
-		te := toolErr("secret_persistence_blocked", catSafety,
+		te := toolErr("secret_persistence_blocked",
 			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments.")
 		te.OperationID, te.Phase = in.OperationID, "not_started"
 		return te
@@ -107,7 +106,7 @@ func (s *Server) sandboxFor(c *call, asked string) (string, error) {
 	case asked == "":
 		sandbox = commands.SandboxReadOnly
 	case asked == commands.SandboxWorkspaceWrite && !canWrite:
-		te := toolErr("insufficient_scope", catScope, "sandbox workspaceWrite needs project:write, which this connection was not granted; run the command with sandbox readOnly.",
+		te := toolErr("insufficient_scope", "sandbox workspaceWrite needs project:write, which this connection was not granted; run the command with sandbox readOnly.",
 			"exec_command with sandbox: readOnly", "reconnect the app to grant project:write")
 		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "workspaceWrite needs project:write", []string{oauth.ScopeRead, oauth.ScopeWrite, oauth.ScopeExecute})
 		return "", te
@@ -203,12 +202,7 @@ func registerProcessTools(s *Server) {
 
 func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processOut, error) {
 	fail := func(err error) (processOut, error) {
-		var te *ToolError
-		if errors.Is(err, project.ErrPathDenied) {
-			te = s.pathDenied(err)
-		} else {
-			te = mapError(err)
-		}
+		te := mapError(err)
 		te.OperationID = in.OperationID
 		if te.Phase == "" {
 			te.Phase = "not_started"
@@ -261,7 +255,7 @@ func (in *writeStdinIn) validate() error {
 		return invalidInput("send exactly one of chars, closeStdin or interrupt")
 	}
 	if len(in.Chars) > commands.StdinMax {
-		return toolErr("stdin_too_large", catLimit, "chars is limited to 1 MiB per call.")
+		return toolErr("stdin_too_large", "chars is limited to 1 MiB per call.")
 	}
 	if strings.ContainsRune(in.Chars, '\x03') {
 		return invalidInput("chars must not contain a literal Ctrl-C (\\u0003); use interrupt")

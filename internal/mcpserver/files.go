@@ -217,7 +217,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 		loaded, err := s.skills.Load(ctx, w.root, in.SkillID)
 		if err != nil {
 			if errors.Is(err, skills.ErrNotFound) || errors.Is(err, skills.ErrInvalid) {
-				return skillsOut{}, toolErr("skill_not_found", catInput, "No loadable skill with that skillId; search again.", "skills")
+				return skillsOut{}, toolErr("skill_not_found", "No loadable skill with that skillId; search again.", "skills")
 			}
 			return skillsOut{}, err
 		}
@@ -233,7 +233,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 			return skillsOut{}, err
 		}
 		if claims.QueryHash != qh {
-			return skillsOut{}, toolErr("cursor_invalid", catInput, "That cursor belongs to another query: repeat the same query with it.")
+			return skillsOut{}, toolErr("cursor_invalid", "That cursor belongs to another query: repeat the same query with it.")
 		}
 		offset = int(claims.Offset)
 	}

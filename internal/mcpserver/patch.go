@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -11,7 +10,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/operation"
-	"github.com/devspace-dev/devspace/internal/project"
 )
 
 type applyPatchIn struct {
@@ -93,17 +91,10 @@ func (s *Server) editTarget(ctx context.Context, c *call) (edits.Target, error) 
 	return edits.Target{GrantID: c.caller.GrantID, Execution: e, Dir: proj.Path}, nil
 }
 
-// editError is the envelope of a failed apply_patch or undo_patch: mapped
-// by mapError (path_denied by pathDenied, which counts it and names the
-// reason), with the operationId and phase not_started unless the error
-// says otherwise.
+// editError is the envelope of a failed apply_patch or undo_patch, with
+// the operationId and phase not_started unless the error says otherwise.
 func (s *Server) editError(operationID string, err error) *ToolError {
-	var te *ToolError
-	if errors.Is(err, project.ErrPathDenied) && !errors.As(err, &te) {
-		te = s.pathDenied(err)
-	} else {
-		te = mapError(err)
-	}
+	te := mapError(err)
 	te.OperationID = operationID
 	if te.Phase == "" {
 		te.Phase = "not_started"

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/devspace-dev/devspace/internal/oauth"
@@ -57,7 +56,7 @@ func (s *Server) saveProgress(ctx context.Context, c *call, in *saveProgressIn) 
 	saved, replayed, err := s.opts.Tasks.Save(ctx, c.caller.GrantID, e, tasks.SaveRequest{OperationID: in.OperationID,
 		Title: in.Title, Progress: in.Progress, IfMatch: in.IfMatch, Status: in.Status})
 	if err != nil {
-		te := taskError(err)
+		te := mapError(err)
 		te.OperationID = in.OperationID
 		return saveProgressOut{}, te
 	}
@@ -65,39 +64,4 @@ func (s *Server) saveProgress(ctx context.Context, c *call, in *saveProgressIn) 
 		s.opts.Bindings.Checkpoint(ctx, e.ID, "progress_saved", map[string]any{"revision": saved.Revision, "status": saved.Status})
 	}
 	return saveProgressOut{Saved: *saved, Replayed: replayed}, nil
-}
-
-// taskError maps tasks errors (the rest go through mapError).
-func taskError(err error) *ToolError {
-	var re *tasks.RevisionError
-	var se *tasks.SecretError
-	var te *ToolError
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.As(err, &se):
-		e := toolErr("secret_persistence_blocked", catSafety, "The text contains something that looks like a credential ("+se.Kind+"); remove it and save again.")
-		e.Phase = "not_started"
-		return e
-	case errors.Is(err, tasks.ErrInvalid):
-		return invalidInput("%v", err)
-	case errors.Is(err, tasks.ErrTooLarge):
-		return toolErr("task_context_too_large", catLimit, "The saved Task is too large ("+err.Error()+"); shorten it.")
-	case errors.Is(err, tasks.ErrCapacity):
-		return toolErr("project_task_capacity", catLimit, "This Project already has 20 resumable Tasks; complete or finish one before saving another.")
-	case errors.Is(err, tasks.ErrIfMatchUnexpected):
-		return toolErr("if_match_unexpected", catInput, "This is the first save in this conversation: omit ifMatch.")
-	case errors.As(err, &re) && errors.Is(err, tasks.ErrIfMatchRequired):
-		e := toolErr("if_match_required", catInput, fmt.Sprintf("Pass ifMatch: %d (the Task's current revision) to update it.", re.Current))
-		e.Details = map[string]any{"currentRevision": re.Current}
-		return e
-	case errors.As(err, &re):
-		e := toolErr("project_task_revision_conflict", catConflict,
-			fmt.Sprintf("The Task changed (now revision %d); re-read it and retry with the same operationId and the new ifMatch.", re.Current))
-		e.Details = map[string]any{"currentRevision": re.Current}
-		return e
-	case errors.Is(err, tasks.ErrNotActive):
-		return toolErr("project_task_not_active", catState, "This Task is no longer active in this conversation (it was resumed elsewhere or completed).")
-	}
-	return mapError(err)
 }

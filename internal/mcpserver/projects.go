@@ -187,7 +187,7 @@ func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) 
 func (s *Server) projectControl(ctx context.Context, c *call, in *projectControlIn) (projectControlOut, error) {
 	out := projectControlOut{Action: in.Action}
 	if in.Action == "interrupt" && !c.principal.HasScope(oauth.ScopeExecute) {
-		te := toolErr("insufficient_scope", catScope, "Interrupting commands needs process:execute, which this connection was not granted.",
+		te := toolErr("insufficient_scope", "Interrupting commands needs process:execute, which this connection was not granted.",
 			"reconnect the app to grant process:execute")
 		te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "interrupt needs process:execute", []string{oauth.ScopeRead, oauth.ScopeExecute})
 		return out, te

@@ -39,7 +39,7 @@ type call struct {
 // requireSession fails closed when the call carries no session identity.
 func (c *call) requireSession() error {
 	if c.caller.SessionRef == "" {
-		return toolErr("session_identity_required", catInput,
+		return toolErr("session_identity_required",
 			"This call carries no session identity: send _meta[\"openai/session\"] or use a stateful MCP session.")
 	}
 	return nil
@@ -138,7 +138,7 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 	}
 	for _, need := range sp.scopes {
 		if !p.HasScope(need) {
-			te := toolErr("insufficient_scope", catScope,
+			te := toolErr("insufficient_scope",
 				"This connection was not granted "+need+"; the owner can approve it by reconnecting the app.", "reconnect the app to grant "+need)
 			te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "this tool needs "+need, sp.scopes)
 			te.Details = map[string]any{"requiredScopes": sp.scopes}
@@ -156,8 +156,12 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 	out, err := run(ctx, c, raw)
 	if err != nil {
 		te := mapError(err)
-		if te.Code == "internal_error" {
+		switch te.Code {
+		case "internal_error":
 			s.log.ErrorContext(ctx, "tool failed", "tool", sp.name, "err", err)
+		case "path_denied":
+			reason, _ := te.Details["reason"].(string)
+			s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
 		}
 		return errorResult(te)
 	}

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -51,23 +50,4 @@ func (s *Server) openWorkspace(ctx context.Context, c *call, mode rootlock.Mode)
 func (w *workspace) close() {
 	w.root.Close()
 	w.lease.Release()
-}
-
-// pathDenied builds the path_denied tool error and counts it.
-func (s *Server) pathDenied(err error) *ToolError {
-	reason := "other"
-	var pe *project.PathError
-	if errors.As(err, &pe) {
-		reason = pe.Reason
-	}
-	s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
-	if reason == project.ReasonRepository {
-		te := toolErr("path_denied", catSafety,
-			"Repository metadata (.git) is not Project content: no tool reads or writes it; review Git state with show_changes.", "show_changes")
-		te.Details = map[string]any{"reason": reason}
-		return te
-	}
-	te := toolErr("path_denied", catSafety, "That path is outside the Project or not allowed ("+reason+"); use a path relative to the Project root.")
-	te.Details = map[string]any{"reason": reason}
-	return te
 }

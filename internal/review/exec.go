@@ -192,10 +192,11 @@ func subcommand(args []string) string {
 //
 // Errors: as Changes; ErrGit (wrapped) also when base is not a full
 // lowercase hexadecimal commit ID that names a commit in the repository.
-func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source string) (*Changes, error) {
+func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source string) (_ *Changes, err error) {
 	if !isHex(base) || len(base) > 64 {
 		return nil, fmt.Errorf("review: base %q is not a full commit ID: %w", base, ErrGit)
 	}
+	defer func(parent context.Context) { err = timedOut(parent, err) }(ctx)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 

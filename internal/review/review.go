@@ -138,7 +138,19 @@ var (
 	// ErrGit: Git could not be started, failed, or printed something this
 	// package could not parse.
 	ErrGit = errors.New("git failed")
+	// ErrTimeout: a review took longer than Options.Timeout (it wraps
+	// context.DeadlineExceeded too).
+	ErrTimeout = errors.New("git took longer than the review timeout")
 )
+
+// timedOut wraps err with ErrTimeout when it is the review's own timeout
+// (the caller's context, parent, is still live).
+func timedOut(parent context.Context, err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
 
 // Options configures a Reviewer. The zero value means "all defaults".
 type Options struct {
@@ -257,9 +269,11 @@ type FileChange struct {
 //
 // Errors: ErrNotRepository, ErrNotTopLevel, ErrRepositoryUnsafe,
 // ErrUnsafeFilters and ErrGit (wrapped); the error of ctx, also
-// context.DeadlineExceeded when Options.Timeout expires; a filesystem error
-// when rootPath cannot be resolved. It never returns (nil, nil).
-func (r *Reviewer) Changes(ctx context.Context, rootPath string) (*Changes, error) {
+// ErrTimeout (wrapping context.DeadlineExceeded) when Options.Timeout
+// expires; a filesystem error when rootPath cannot be resolved. It never
+// returns (nil, nil).
+func (r *Reviewer) Changes(ctx context.Context, rootPath string) (_ *Changes, err error) {
+	defer func(parent context.Context) { err = timedOut(parent, err) }(ctx)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 

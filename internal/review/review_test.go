@@ -559,8 +559,8 @@ func TestChangesTimeoutKillsGit(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := New(Options{Git: fake, Timeout: 300 * time.Millisecond}).Changes(context.Background(), dir)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want DeadlineExceeded", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout and DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %v", d)
