@@ -165,19 +165,6 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	var fetcher oauth.MetadataFetcher
 	fetcher = metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
 		HTTPClient: httpClient(opts.MetadataHTTPClient), Now: opts.Now})}
-	a.oauth = oauth.New(oauth.Options{
-		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: scopes,
-		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
-		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
-		Store: st, Password: auth, Projects: catalog,
-		Limiter:        ratelimit.New(ratelimit.Options{MaxInFlight: cfg.Edge.PasswordConcurrency, Now: opts.Now}),
-		TrustedProxies: cfg.Edge.TrustedProxies, ClientIPHeader: cfg.Edge.ClientIPHeader,
-		RegistrationsPerSource: cfg.Edge.RegistrationsPerSource,
-		Metadata:               fetcher,
-		RefKey:                 auth.Derive(purposeAuditRef),
-		Metrics:                m, Logger: log, Now: opts.Now,
-		OnGrantsRevoked: a.grantsRevoked,
-	})
 	ops := operation.New(st, operation.Options{Now: opts.Now})
 	cursors := cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now})
 	locks := rootlock.New()
@@ -207,6 +194,21 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		a.Close()
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
+	// The authorization server comes after binding: revoking a grant
+	// closes its executions (binding.CloseGrants) on one explicit path.
+	a.oauth = oauth.New(oauth.Options{
+		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: scopes,
+		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,
+		AccessTTL:            cfg.AccessTTL, RefreshTTL: cfg.RefreshTTL, GrantMaxLifetime: cfg.GrantMaxLifetime,
+		Store: st, Password: auth, Projects: catalog,
+		Limiter:        ratelimit.New(ratelimit.Options{MaxInFlight: cfg.Edge.PasswordConcurrency, Now: opts.Now}),
+		TrustedProxies: cfg.Edge.TrustedProxies, ClientIPHeader: cfg.Edge.ClientIPHeader,
+		RegistrationsPerSource: cfg.Edge.RegistrationsPerSource,
+		Metadata:               fetcher,
+		RefKey:                 auth.Derive(purposeAuditRef),
+		Metrics:                m, Logger: log, Now: opts.Now,
+		Executions: a.bindings,
+	})
 	skillCatalog, err := skills.New(cfg.SkillPaths)
 	if err != nil {
 		a.Close()
@@ -246,16 +248,6 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return float64(len(g))
 	})
 	return a, nil
-}
-
-// grantsRevoked closes the executions of revoked grants and what they
-// own: binding.CloseGrants closes them in the store and through the
-// commands service kills their commands, retires their output and
-// deletes their undo snapshots.
-func (a *App) grantsRevoked(ctx context.Context, grantIDs []string) {
-	if err := a.bindings.CloseGrants(ctx, grantIDs, "grant_revoked"); err != nil {
-		a.log.ErrorContext(ctx, "close executions of revoked grants", "err", err)
-	}
 }
 
 func (a *App) publicRoutes() []httpserver.Route {

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +34,7 @@ type exchangeRig struct {
 	statements atomic.Int64
 	client     *store.Client
 	secret     string
+	closed     closedGrants
 }
 
 const rigRedirect = "http://127.0.0.1:9/cb"
@@ -54,7 +57,7 @@ func newExchangeRig(t *testing.T) *exchangeRig {
 	r.st = st
 	r.srv = New(Options{Issuer: "https://devspace.example", Resource: "https://devspace.example/mcp",
 		AllowedRedirectHosts: []string{"127.0.0.1"}, Store: st, Projects: catalog, RefKey: key,
-		Metrics: metrics.New(), Now: r.clock.Now})
+		Metrics: metrics.New(), Now: r.clock.Now, Executions: &r.closed})
 	r.client = &store.Client{ID: "dcl_rig", SecretHash: hashSecret(r.secret), Name: "rig",
 		RedirectURIs: []string{rigRedirect}, AuthMethod: "client_secret_post"}
 	if err := st.CreateClient(ctx, r.client, registrationLimits); err != nil {
@@ -227,6 +230,12 @@ func TestCodeUsedTwice(t *testing.T) {
 	if g, err := r.st.Grant(ctx, grantID); err != nil || g.RevokeReason != "code_reuse" {
 		t.Fatalf("grant after reuse: %+v %v", g, err)
 	}
+	r.closed.mu.Lock()
+	closed := slices.Clone(r.closed.ids)
+	r.closed.mu.Unlock()
+	if !slices.Equal(closed, []string{grantID}) {
+		t.Fatalf("executions closed for %v, want the revoked grant %s", closed, grantID)
+	}
 	if _, err := r.srv.Verify(ctx, first.AccessToken); !errors.Is(err, ErrTokenRevoked) {
 		t.Fatalf("access token from the reused code: %v", err)
 	}
@@ -255,4 +264,17 @@ func TestManagerRefusesUncheckedCredentials(t *testing.T) {
 	if ci.(clientInfo).VerifyPassword(r.secret) {
 		t.Errorf("a client the token endpoint did not authenticate passed VerifyPassword")
 	}
+}
+
+// closedGrants records the grants the server asked to close.
+type closedGrants struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (c *closedGrants) CloseGrants(_ context.Context, ids []string, _ string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ids = append(c.ids, ids...)
+	return nil
 }

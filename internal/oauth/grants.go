@@ -78,9 +78,7 @@ func (s *Server) RevokeAll(ctx context.Context, reason string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.opts.OnGrantsRevoked != nil {
-		s.opts.OnGrantsRevoked(ctx, ids)
-	}
+	s.closeExecutions(ctx, ids)
 	s.audit(ctx, reason, "", "", map[string]any{"grants": len(ids)})
 	return len(ids), nil
 }
@@ -99,8 +97,17 @@ func (s *Server) revokeGrants(ctx context.Context, ids []string, reason string) 
 			revoked = append(revoked, id)
 		}
 	}
-	if len(revoked) > 0 && s.opts.OnGrantsRevoked != nil {
-		s.opts.OnGrantsRevoked(ctx, revoked)
+	if len(revoked) > 0 {
+		s.closeExecutions(ctx, revoked)
 	}
 	return nil
+}
+
+// closeExecutions closes what the revoked grants had open; a failure is
+// logged (the grants are revoked whatever happens here, and their tokens
+// no longer verify).
+func (s *Server) closeExecutions(ctx context.Context, grantIDs []string) {
+	if err := s.opts.Executions.CloseGrants(ctx, grantIDs, "grant_revoked"); err != nil {
+		s.log.ErrorContext(ctx, "close executions of revoked grants", "err", err)
+	}
 }

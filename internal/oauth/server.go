@@ -107,11 +107,11 @@ type Options struct {
 	Metrics                *metrics.Metrics // required
 	Logger                 *slog.Logger     // nil means discard
 
-	// OnGrantsRevoked runs after grants were revoked (revoke, replay,
-	// revoke-all, password rotation) so executions and processes can be
-	// closed. It must not block for long.
-	OnGrantsRevoked func(ctx context.Context, grantIDs []string)
-	Now             func() time.Time
+	// Executions closes what revoked grants opened (executions, their
+	// commands, output and undo snapshots) after grants were revoked
+	// (revoke, code replay, revoke-all, password rotation). Required.
+	Executions ExecutionCloser
+	Now        func() time.Time
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -129,6 +129,12 @@ type Server struct {
 }
 
 // New builds a Server from opts, applying defaults.
+// ExecutionCloser is what the authorization server needs of the
+// execution lifecycle (binding.Service implements it).
+type ExecutionCloser interface {
+	CloseGrants(ctx context.Context, grantIDs []string, reason string) error
+}
+
 func New(opts Options) *Server {
 	if len(opts.Scopes) == 0 {
 		opts.Scopes = []string{ScopeRead, ScopeWrite}
