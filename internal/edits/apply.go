@@ -64,7 +64,7 @@ func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Appli
 	request := map[string]any{"patch": req.Patch, "ifMatch": json.RawMessage(canonicalJSON(req.IfMatch)), "allowSensitive": req.AllowSensitive}
 	out, replayed, err := once(ctx, s, t, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
 		// Nested instructions the model has not seen yet come first.
-		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.root, paths)
+		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.Root, paths)
 		if err != nil {
 			return nil, notStarted(err)
 		}
@@ -74,7 +74,7 @@ func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Appli
 		if err := s.opts.Journal.JournalRoom(ctx, w.exec.ID, int64(len(req.Patch)), s.opts.JournalLimits); err != nil {
 			return nil, notStarted(err)
 		}
-		res, err := patch.Apply(ctx, w.root, p, pre, patch.Options{AllowSensitive: req.AllowSensitive, Intents: s.opts.Intents})
+		res, err := patch.Apply(ctx, w.Root, p, pre, patch.Options{AllowSensitive: req.AllowSensitive, Intents: s.opts.Intents})
 		if err != nil {
 			return nil, writeFailed(err)
 		}
@@ -102,7 +102,7 @@ func (s *Service) recordPatch(ctx context.Context, w *workspace, req ApplyReques
 	var wg sync.WaitGroup
 	if s.opts.Snapshots != nil {
 		wg.Go(func() {
-			if err := s.opts.Snapshots.Record(ctx, w.exec.ID, req.OperationID, res, resolver(w.root)); err != nil {
+			if err := s.opts.Snapshots.Record(ctx, w.exec.ID, req.OperationID, res, resolver(w.Root)); err != nil {
 				s.log.ErrorContext(ctx, "record undo snapshot", "err", err)
 			}
 		})

@@ -24,7 +24,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
-	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -75,7 +74,7 @@ type Operations interface {
 
 // Locks serializes the tools that use one Project (rootlock.Locks).
 type Locks interface {
-	Acquire(ctx context.Context, key string, mode rootlock.Mode, timeout time.Duration) (*rootlock.Lease, error)
+	AcquireRoot(ctx context.Context, dir string, mode rootlock.Mode, timeout time.Duration) (*rootlock.Held, error)
 }
 
 // Journal is the per-execution patch journal behind show_changes
@@ -181,30 +180,21 @@ type File struct {
 
 // workspace is a Target with its root lock held and its directory open.
 type workspace struct {
-	exec  *store.Execution
-	root  *os.Root
-	lease *rootlock.Lease
+	*rootlock.Held // Root: the Target's directory
+	exec           *store.Execution
 }
 
 // open takes t's root lock for writing and opens its directory. Errors:
-// rootlock.ErrBusy, ctx.Err(), binding.ErrProjectUnavailable.
+// rootlock.ErrBusy, ctx.Err(), rootlock.ErrRootUnavailable.
 func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
-	lease, err := s.opts.Locks.Acquire(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
+	h, err := s.opts.Locks.AcquireRoot(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(t.Dir)
-	if err != nil {
-		lease.Release()
-		return nil, fmt.Errorf("%w: %w", binding.ErrProjectUnavailable, project.Scrub(err))
-	}
-	return &workspace{exec: t.Execution, root: r, lease: lease}, nil
+	return &workspace{Held: h, exec: t.Execution}, nil
 }
 
-func (w *workspace) close() {
-	w.root.Close()
-	w.lease.Release()
-}
+func (w *workspace) close() { w.Close() }
 
 // once takes t's root lock, opens its directory and runs effect there at
 // most once per operation key (t's grant and execution, tool, operationID)

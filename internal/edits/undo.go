@@ -62,7 +62,7 @@ func (s *Service) Undo(ctx context.Context, t Target, req UndoRequest) (*Undone,
 		if err != nil {
 			return nil, notStarted(err)
 		}
-		res, err := patch.Restore(ctx, w.root, states, dirs, patch.Options{Intents: s.opts.Intents})
+		res, err := patch.Restore(ctx, w.Root, states, dirs, patch.Options{Intents: s.opts.Intents})
 		if err != nil {
 			return nil, writeFailed(err)
 		}

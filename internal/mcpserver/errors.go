@@ -103,7 +103,7 @@ func mapError(err error) *ToolError {
 		return toolErr("root_instructions_required",
 			"Read the remaining root instruction pages first: call project_control hydrate with the nextCursor you were given.",
 			"project_control hydrate")
-	case errors.Is(err, binding.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable):
+	case errors.Is(err, binding.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable), errors.Is(err, rootlock.ErrRootUnavailable):
 		e := toolErr("project_unavailable", "The Project directory cannot be read right now; try again later.")
 		return e
 	case errors.Is(err, binding.ErrWriteScopeRequired):

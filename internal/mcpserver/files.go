@@ -164,7 +164,7 @@ func (s *Server) readFiles(ctx context.Context, c *call, in *readFilesIn) (readF
 		projectIdx = append(projectIdx, i)
 	}
 	if len(projectReqs) > 0 {
-		items, err := s.files.Read(ctx, w.root, projectReqs, in.AllowSensitive)
+		items, err := s.files.Read(ctx, w.Root, projectReqs, in.AllowSensitive)
 		if err != nil {
 			return readFilesOut{}, err
 		}
@@ -177,7 +177,7 @@ func (s *Server) readFiles(ctx context.Context, c *call, in *readFilesIn) (readF
 				s.opts.Metrics.PathDenials.WithLabelValues(it.Error.DenyReason).Inc()
 			}
 		}
-		if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.root, paths); err != nil {
+		if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.Root, paths); err != nil {
 			return readFilesOut{}, err
 		}
 	}
@@ -187,7 +187,7 @@ func (s *Server) readFiles(ctx context.Context, c *call, in *readFilesIn) (readF
 // readSkillFile reads a skill:// support file of a skill loaded in this
 // execution, through the skill directory's own root.
 func (s *Server) readSkillFile(ctx context.Context, w *workspace, req files.Request, allowSensitive bool) files.Item {
-	sr, rel, err := s.skills.OpenSupport(ctx, w.root, req.Path, s.loaded.get(w.exec.ID))
+	sr, rel, err := s.skills.OpenSupport(ctx, w.Root, req.Path, s.loaded.get(w.exec.ID))
 	if err != nil {
 		code, msg := files.CodeNotFound, "no such skill file"
 		switch {
@@ -214,7 +214,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 	}
 	defer w.close()
 	if in.SkillID != "" {
-		loaded, err := s.skills.Load(ctx, w.root, in.SkillID)
+		loaded, err := s.skills.Load(ctx, w.Root, in.SkillID)
 		if err != nil {
 			if errors.Is(err, skills.ErrNotFound) || errors.Is(err, skills.ErrInvalid) {
 				return skillsOut{}, toolErr("skill_not_found", "No loadable skill with that skillId; search again.", "skills")
@@ -237,7 +237,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 		}
 		offset = int(claims.Offset)
 	}
-	items, next, done, err := s.skills.Search(ctx, w.root, query, offset, skills.DefaultSearchLimit)
+	items, next, done, err := s.skills.Search(ctx, w.Root, query, offset, skills.DefaultSearchLimit)
 	if err != nil {
 		if errors.Is(err, skills.ErrBadQuery) {
 			return skillsOut{}, invalidInput("%v", err)

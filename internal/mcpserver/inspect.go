@@ -64,7 +64,7 @@ func (s *Server) inspect(ctx context.Context, c *call, in *inspectIn) (inspectOu
 		return inspectOut{}, err
 	}
 	defer w.close()
-	results, err := s.search.Run(ctx, w.root, in.Operations, in.AllowSensitive)
+	results, err := s.search.Run(ctx, w.Root, in.Operations, in.AllowSensitive)
 	if err != nil {
 		return inspectOut{}, invalidInput("%v", err)
 	}
@@ -74,7 +74,7 @@ func (s *Server) inspect(ctx context.Context, c *call, in *inspectIn) (inspectOu
 		}
 	}
 	out := inspectOut{Results: results}
-	if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.root, search.TouchedPaths(results)); err != nil {
+	if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.Root, search.TouchedPaths(results)); err != nil {
 		return inspectOut{}, err
 	}
 	return out, nil

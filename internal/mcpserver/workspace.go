@@ -2,11 +2,8 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -19,10 +16,9 @@ const lockTimeout = 8 * time.Second
 // workspace is what a Project tool works on: the caller's execution, its
 // Project and the Project root opened as an *os.Root.
 type workspace struct {
-	exec  *store.Execution
-	proj  project.Root
-	root  *os.Root
-	lease *rootlock.Lease
+	*rootlock.Held // Root: the Project root
+	exec           *store.Execution
+	proj           project.Root
 }
 
 // openWorkspace resolves the caller's execution (full re-check), takes the
@@ -35,19 +31,11 @@ func (s *Server) openWorkspace(ctx context.Context, c *call, mode rootlock.Mode)
 	if err != nil {
 		return nil, err
 	}
-	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, mode, lockTimeout)
+	h, err := s.opts.Locks.AcquireRoot(ctx, proj.Path, mode, lockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	r, err := os.OpenRoot(proj.Path)
-	if err != nil {
-		lease.Release()
-		return nil, fmt.Errorf("%w: %w", binding.ErrProjectUnavailable, project.Scrub(err))
-	}
-	return &workspace{exec: e, proj: proj, root: r, lease: lease}, nil
+	return &workspace{Held: h, exec: e, proj: proj}, nil
 }
 
-func (w *workspace) close() {
-	w.root.Close()
-	w.lease.Release()
-}
+func (w *workspace) close() { w.Close() }

@@ -16,8 +16,12 @@ package rootlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/project"
 )
 
 // ErrBusy is returned when a lock could not be taken in time.
@@ -156,4 +160,37 @@ func (l *Locks) Holding(key string, mode Mode) int {
 		return r.held[mode]
 	}
 	return 0
+}
+
+// ErrRootUnavailable: the directory of a lock just taken could not be
+// opened (it was removed, unmounted or is unreadable right now).
+var ErrRootUnavailable = errors.New("project root unavailable")
+
+// Held is a lease on a Project root with the root opened under it.
+type Held struct {
+	Root  *os.Root
+	Lease *Lease
+}
+
+// Close closes the root and releases the lease.
+func (h *Held) Close() {
+	h.Root.Close()
+	h.Lease.Release()
+}
+
+// AcquireRoot takes the lock on dir in mode (as Acquire) and opens dir as
+// an os.Root under it. Errors: those of Acquire; ErrRootUnavailable
+// (wrapped, the cause's host path scrubbed) when dir cannot be opened, the
+// lease then released.
+func (l *Locks) AcquireRoot(ctx context.Context, dir string, mode Mode, timeout time.Duration) (*Held, error) {
+	lease, err := l.Acquire(ctx, dir, mode, timeout)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		lease.Release()
+		return nil, fmt.Errorf("%w: %w", ErrRootUnavailable, project.Scrub(err))
+	}
+	return &Held{Root: r, Lease: lease}, nil
 }

@@ -146,7 +146,7 @@ func TestPackDeletedWhenUnreferenced(t *testing.T) {
 	e.same("after undoing op4 and op3", treeOp2)
 }
 
-func fixedClock() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+var fixedClock = testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Now
 
 func TestSharedPackOverBoundNotReused(t *testing.T) {
 	// Manifests here are ~800 bytes.

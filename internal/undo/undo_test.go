@@ -348,8 +348,9 @@ func addPatch(name string, size int) string {
 }
 
 func TestBoundsDropOldest(t *testing.T) {
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	// Each snapshot is a second younger than the one before.
+	clock := testutil.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := func() time.Time { clock.Advance(time.Second); return clock.Now() }
 	opIDs := func(e *env, exec string) []string {
 		var out []string
 		for i := 1; i <= 10; i++ {
