@@ -61,9 +61,8 @@ const (
 	inlineBytes = 40000
 	startWait   = 2 * time.Second
 	// lockWait bounds how long a start waits for the Project's root lock
-	// before answering rootlock.ErrBusy (well under the host's first-byte
-	// limit; the edge's tools use the same bound).
-	lockWait = 8 * time.Second
+	// before answering rootlock.ErrBusy.
+	lockWait = rootlock.DefaultWait
 )
 
 // Checkpointer records a sanitized entry on an execution's Thread; the

@@ -37,9 +37,8 @@ const (
 )
 
 // DefaultLockTimeout is how long a call waits for the Project's root lock
-// before failing with rootlock.ErrBusy (well under a host's first-byte
-// limit).
-const DefaultLockTimeout = 8 * time.Second
+// before failing with rootlock.ErrBusy.
+const DefaultLockTimeout = rootlock.DefaultWait
 
 // DefaultJournalLimits bound one execution's patch journal.
 var DefaultJournalLimits = store.JournalLimits{MaxEntries: 1000, MaxBytes: 64 << 20}

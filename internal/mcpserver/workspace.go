@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"time"
 
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -10,8 +9,8 @@ import (
 )
 
 // lockTimeout bounds how long a tool waits for the Project's root lock
-// before answering project_busy (well under the host's first-byte limit).
-const lockTimeout = 8 * time.Second
+// before answering project_busy.
+const lockTimeout = rootlock.DefaultWait
 
 // workspace is what a Project tool works on: the caller's execution, its
 // Project and the Project root opened as an *os.Root.

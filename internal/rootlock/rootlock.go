@@ -24,6 +24,10 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
+// DefaultWait is how long a tool waits for a Project's root lock before
+// answering project_busy: well under a host's first-byte limit.
+const DefaultWait = 8 * time.Second
+
 // ErrBusy is returned when a lock could not be taken in time.
 var ErrBusy = errors.New("project busy")
 
