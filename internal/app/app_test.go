@@ -17,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // run invokes the CLI with env and returns exit code, stdout and stderr.
@@ -239,9 +240,8 @@ func TestListenersAndLimits(t *testing.T) {
 	if r := do("GET", public+"/healthz", "127.0.0.1.evil.example", nil, 0); r.StatusCode != 403 {
 		t.Fatalf("suffix Host: %d", r.StatusCode)
 	}
-	big := bytes.NewReader(make([]byte, 2<<20))
-	if r := do("POST", public+"/oauth/register", "", big, 2<<20); r.StatusCode != 413 {
-		t.Fatalf("oversized body: %d", r.StatusCode)
+	if status := testutil.PostOversized(t, public+"/oauth/register", nil, 2<<20); status != 413 {
+		t.Fatalf("oversized body: %d", status)
 	}
 	resp, err := http.Get(public + "/readyz")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func post(t *testing.T, url string, hdr map[string]string, body io.Reader) (*http.Response, string) {
@@ -123,6 +124,12 @@ func TestHostileHTTP(t *testing.T) {
 				body = strings.NewReader(strings.Repeat(" ", tc.size))
 			}
 			start := time.Now()
+			if tc.size > 0 {
+				if status := testutil.PostOversized(t, env.URL+"/mcp", tc.hdr, tc.size); status != tc.status {
+					t.Fatalf("status %d, want %d", status, tc.status)
+				}
+				return
+			}
 			resp, text := post(t, env.URL+"/mcp", tc.hdr, body)
 			if tc.status != 0 && resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tc.status, text)
