@@ -122,6 +122,7 @@ type Server struct {
 	now     func() time.Time
 
 	registrations *sourceLimit // per trusted source address
+	verified      *verifyCache // access tokens verified before
 
 	mu         sync.Mutex
 	pending    map[string]*authRequest // step-1 requests by request ID
@@ -178,7 +179,8 @@ func New(opts Options) *Server {
 	m.SetValidateURIHandler(func(string, string) error { return nil })
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
 		pending: map[string]*authRequest{}, selections: map[string]*selection{},
-		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow)}
+		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow),
+		verified:      newVerifyCache(verifyCacheSize)}
 }
 
 // Routes lists the public endpoints and their handlers, for httpserver to

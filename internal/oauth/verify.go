@@ -42,30 +42,50 @@ func (p *Principal) HasScope(scope string) bool {
 
 // Verify turns a bearer token into its Principal. It checks the token
 // (known, not revoked, not expired, issued for our resource) and its grant
-// (active, not expired, current global epoch).
+// (active, not expired, current global epoch). A token verified before is
+// answered from memory (verifyCache) as long as no write that could change
+// the answer has committed since; the caller owns the returned Principal.
 func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	if !strings.HasPrefix(token, prefixAccess) || len(token) > 128 {
 		return nil, ErrTokenInvalid
 	}
-	ag, err := s.opts.Store.AccessTokenGrant(ctx, hashSecret(token))
+	hash := hashSecret(token)
+	// Read the generation before the rows: a write committing after this
+	// load advances it, and the entry put below is then never served.
+	gen := s.opts.Store.AuthGeneration()
+	if p, ok := s.verified.get(hash, gen, s.now()); ok {
+		return p, nil
+	}
+	p, grantExpires, err := s.verifyStored(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	s.verified.put(hash, gen, p, grantExpires)
+	return p, nil
+}
+
+// verifyStored is Verify reading the token's rows from the store. It
+// returns the Principal and the grant's expiry (zero when none).
+func (s *Server) verifyStored(ctx context.Context, hash string) (*Principal, time.Time, error) {
+	ag, err := s.opts.Store.AccessTokenGrant(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrTokenInvalid
+		return nil, time.Time{}, ErrTokenInvalid
 	}
 	if err != nil {
-		return nil, fmt.Errorf("verify token: %w", err)
+		return nil, time.Time{}, fmt.Errorf("verify token: %w", err)
 	}
 	row, g := ag.Token, ag.Grant
 	if row.RevokedAt != nil || row.AccessRevokedAt != nil {
-		return nil, ErrTokenRevoked
+		return nil, time.Time{}, ErrTokenRevoked
 	}
 	if row.AccessExpiresAt != nil && !s.now().Before(*row.AccessExpiresAt) {
-		return nil, ErrTokenExpired
+		return nil, time.Time{}, ErrTokenExpired
 	}
 	if row.Resource != s.opts.Resource {
-		return nil, ErrWrongAudience
+		return nil, time.Time{}, ErrWrongAudience
 	}
 	if err := s.grantUsable(g, ag.GlobalEpoch); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	p := &Principal{GrantID: g.ID, ClientID: g.ClientID, ProjectIDs: g.ProjectIDs, Epoch: g.Epoch, GlobalEpoch: g.GlobalEpoch}
 	if row.AccessExpiresAt != nil {
@@ -78,7 +98,11 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 			}
 		}
 	}
-	return p, nil
+	var grantExpires time.Time
+	if g.ExpiresAt != nil {
+		grantExpires = *g.ExpiresAt
+	}
+	return p, grantExpires, nil
 }
 
 // grantUsable reports why a grant can no longer authorize anything.

@@ -6,12 +6,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -30,8 +32,10 @@ const FileName = "devspace.db"
 // writers and the DSN asks for BEGIN IMMEDIATE so read-modify-write
 // transactions wait on the busy timeout instead of failing with SQLITE_BUSY.
 type Store struct {
-	db  *gorm.DB
-	now func() time.Time
+	db   *gorm.DB
+	now  func() time.Time
+	gen  *atomic.Uint64 // AuthGeneration; nil for a read-only Store
+	lock *os.File       // the state directory's lock; nil for a read-only Store
 }
 
 // Options tune Open. The zero value is the production default.
@@ -49,10 +53,27 @@ type Options struct {
 // Open opens (creating if needed) STATE_DIR/devspace.db with WAL, a busy
 // timeout and immediate transactions, pings it and applies pending
 // migrations in order. The directory is created 0700 and the file made 0600.
-func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
+// The Store holds the exclusive lock of the state directory (LockFileName)
+// until Close: while another Store, in any process, has the directory open
+// for writing, Open fails with ErrLocked (wrapped). OpenReadOnly takes no
+// lock.
+func Open(ctx context.Context, stateDir string, opts Options) (_ *Store, err error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
+	lock, err := lockState(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var sqlDB *sql.DB
+	defer func() {
+		if err != nil {
+			if sqlDB != nil {
+				sqlDB.Close()
+			}
+			lock.Close()
+		}
+	}()
 	path := filepath.Join(stateDir, FileName)
 	// Create the file ourselves so its mode is 0600 from the first byte.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -75,15 +96,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
-	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	sqlDB, err := db.DB()
+	sqlDB, err = sql.Open(sqlite.DriverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -91,13 +104,23 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 	// memory flat under load (200 sessions opened ~200 connections).
 	sqlDB.SetMaxOpenConns(16)
 	sqlDB.SetMaxIdleConns(16)
+	gen := new(atomic.Uint64)
+	db, err := gorm.Open(&sqlite.Dialector{DSN: dsn, Conn: &trackedPool{DB: sqlDB, gen: gen}}, &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
 	if err := sqlDB.PingContext(ctx); err != nil {
-		sqlDB.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	if err := trackAuthWrites(db, gen); err != nil {
+		return nil, err
 	}
 	if opts.OnStatement != nil {
 		if err := observeStatements(db, opts.OnStatement); err != nil {
-			sqlDB.Close()
 			return nil, err
 		}
 	}
@@ -105,9 +128,8 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, now: func() time.Time { return now().UTC() }}
+	s := &Store{db: db, now: func() time.Time { return now().UTC() }, gen: gen, lock: lock}
 	if err := s.migrate(ctx); err != nil {
-		sqlDB.Close()
 		return nil, err
 	}
 	// WAL side files inherit the process umask; tighten them too.
@@ -119,13 +141,19 @@ func Open(ctx context.Context, stateDir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the database.
+// Close closes the database, then releases the state directory's lock.
 func (s *Store) Close() error {
 	sqlDB, err := s.db.DB()
-	if err != nil {
-		return err
+	if err == nil {
+		err = sqlDB.Close()
 	}
-	return sqlDB.Close()
+	if s.lock != nil {
+		// Closing the descriptor releases the flock.
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // Ping reports whether the database answers and accepts a write; /readyz
