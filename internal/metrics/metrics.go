@@ -24,6 +24,7 @@ type Metrics struct {
 	ToolCallDuration    *prometheus.HistogramVec // tool
 	OAuthTokensIssued   *prometheus.CounterVec   // grant_type
 	OAuthRefreshReplays prometheus.Counter
+	OAuthVerifications  *prometheus.CounterVec // source: cache, store
 	PathDenials         *prometheus.CounterVec // reason
 	PatchBytes          prometheus.Counter
 	ProcessKills        *prometheus.CounterVec // reason
@@ -67,6 +68,10 @@ func New() *Metrics {
 		OAuthRefreshReplays: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "oauth_refresh_replays_total", Help: "Consumed refresh tokens presented again (each revokes its grant).",
 		}),
+		OAuthVerifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "oauth_verifications_total",
+			Help: "Bearer token verifications by where they were answered: cache (a token verified before, nothing written since) or store.",
+		}, []string{"source"}),
 		ProcessKills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "process_kills_total", Help: "Command trees killed, by reason.",
 		}, []string{"reason"}),
@@ -91,7 +96,7 @@ func New() *Metrics {
 			ConstLabels: prometheus.Labels{"version": bi.Version, "goversion": bi.GoVersion},
 		}, func() float64 { return 1 }),
 		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
-		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.PathDenials, m.PatchBytes,
+		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.OAuthVerifications, m.PathDenials, m.PatchBytes,
 		m.ProcessKills, m.OrphansKilled, m.ProcessesRunning,
 	)
 	return m

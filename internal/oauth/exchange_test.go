@@ -70,11 +70,17 @@ func newExchangeRig(t *testing.T) *exchangeRig {
 // approved consent does; it returns the code, its verifier and the grant.
 func (r *exchangeRig) code() (code, verifier, grantID string) {
 	r.t.Helper()
+	return r.codeExpiring(nil)
+}
+
+// codeExpiring is code for a grant that expires at expires (nil: never).
+func (r *exchangeRig) codeExpiring(expires *time.Time) (code, verifier, grantID string) {
+	r.t.Helper()
 	ctx := context.Background()
 	verifier = randomValue("v")
 	sum := sha256.Sum256([]byte(verifier))
 	g := &store.Grant{ID: randomID(prefixGrant), ClientID: r.client.ID, Scopes: []string{ScopeRead},
-		ProjectIDs: []string{r.srv.opts.Projects.Roots()[0].Ref}}
+		ProjectIDs: []string{r.srv.opts.Projects.Roots()[0].Ref}, ExpiresAt: expires}
 	if err := r.st.CreateGrant(ctx, g); err != nil {
 		r.t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
 	"github.com/go-oauth2/oauth2/v4/manage"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -123,6 +124,8 @@ type Server struct {
 
 	registrations *sourceLimit // per trusted source address
 	verified      *verifyCache // access tokens verified before
+	fromCache     prometheus.Counter
+	fromStore     prometheus.Counter
 
 	mu         sync.Mutex
 	pending    map[string]*authRequest // step-1 requests by request ID
@@ -180,7 +183,9 @@ func New(opts Options) *Server {
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
 		pending: map[string]*authRequest{}, selections: map[string]*selection{},
 		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow),
-		verified:      newVerifyCache(verifyCacheSize)}
+		verified:      newVerifyCache(verifyCacheSize),
+		fromCache:     opts.Metrics.OAuthVerifications.WithLabelValues("cache"),
+		fromStore:     opts.Metrics.OAuthVerifications.WithLabelValues("store")}
 }
 
 // Routes lists the public endpoints and their handlers, for httpserver to

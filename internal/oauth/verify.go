@@ -54,8 +54,10 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	// load advances it, and the entry put below is then never served.
 	gen := s.opts.Store.AuthGeneration()
 	if p, ok := s.verified.get(hash, gen, s.now()); ok {
+		s.fromCache.Inc()
 		return p, nil
 	}
+	s.fromStore.Inc()
 	p, grantExpires, err := s.verifyStored(ctx, hash)
 	if err != nil {
 		return nil, err
