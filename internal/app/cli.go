@@ -182,6 +182,19 @@ func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
 		}
 		password = []byte(strings.TrimRight(string(data), "\r\n"))
 	}
+	var st *store.Store
+	if *force {
+		// Hold the state before replacing its key: a server still using it
+		// would not see the epoch bump below (it answers tokens from
+		// memory), so refuse while one runs.
+		if st, err = store.Open(ctx, cfg.StateDir, store.Options{}); err != nil {
+			if errors.Is(err, store.ErrLocked) {
+				return fmt.Errorf("a DevSpace server is using the state in %s; stop it before `devspace init --force`", cfg.StateDir)
+			}
+			return err
+		}
+		defer st.Close()
+	}
 	pw, err := authstate.Init(cfg.StateDir, authstate.InitOptions{Password: password, MasterKeyFile: cfg.MasterKeyFile, Force: *force})
 	if errors.Is(err, authstate.ErrExists) {
 		return fmt.Errorf("state already exists in %s; use `devspace init --force` to replace it (every grant ends)", cfg.StateDir)
@@ -189,11 +202,12 @@ func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.StateDir, store.Options{})
-	if err != nil {
-		return err
+	if st == nil {
+		if st, err = store.Open(ctx, cfg.StateDir, store.Options{}); err != nil {
+			return err
+		}
+		defer st.Close()
 	}
-	defer st.Close()
 	if *force {
 		// A new master key changes every projectRef and reference: end
 		// whatever the old state authorized.
@@ -236,6 +250,12 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 		return err
 	}
 	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
+	if errors.Is(err, store.ErrLocked) {
+		// A server owns the state but listens elsewhere; a change written
+		// here would bypass it (its verification cache would not see it).
+		return fmt.Errorf("a DevSpace server (or another devspace command) is using the state in %s, but no server answered on %s; "+
+			"set DEVSPACE_CONTROL_LISTEN to that server's control address", cfg.StateDir, cfg.ControlListen)
+	}
 	if err != nil {
 		return err
 	}
