@@ -254,7 +254,8 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 		// A server owns the state but listens elsewhere; a change written
 		// here would bypass it (its verification cache would not see it).
 		return fmt.Errorf("a DevSpace server (or another devspace command) is using the state in %s, but no server answered on %s; "+
-			"set DEVSPACE_CONTROL_LISTEN to that server's control address", cfg.StateDir, cfg.ControlListen)
+			"set DEVSPACE_CONTROL_LISTEN to that server's control address (in a container: run the command in the server's container)",
+			cfg.StateDir, cfg.ControlListen)
 	}
 	if err != nil {
 		return err

@@ -37,6 +37,10 @@ func newRig(t *testing.T, maxSpool int64) *rig {
 // open (re)opens the store and manager, as a server start does.
 func (r *rig) open(maxSpool int64) {
 	t := r.t
+	if r.st != nil {
+		// A crashed server's state lock ends with its process.
+		r.st.Close()
+	}
 	st, err := store.Open(context.Background(), r.dir, store.Options{Now: r.clock.Now})
 	if err != nil {
 		t.Fatal(err)
