@@ -44,7 +44,7 @@ type row struct {
 	// GoalMin is the lowest acceptable ratio, for rows where more is
 	// better (throughput); 0: none.
 	GoalMin float64 `json:"goalMin,omitempty"`
-	Pass *bool   `json:"pass,omitempty"`
+	Pass    *bool   `json:"pass,omitempty"`
 	// RoundRatios are the per-round ratios of the interleaved runs (their
 	// spread shows the noise of the shared machine).
 	RoundRatios []float64 `json:"roundRatios,omitempty"`
