@@ -239,6 +239,13 @@ var migrations = []migration{
 		`DROP INDEX patch_journal_execution`,
 		`CREATE INDEX patch_journal_execution ON patch_journal(execution_id, id, bytes)`,
 	}},
+	{11, "readiness probe row", []string{
+		// /readyz proves the database takes writes. It wrote a settings
+		// row, and settings (where the global epoch lives) is an auth
+		// table: every probe emptied the bearer-token cache.
+		`CREATE TABLE ready_probe (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`,
+		`DELETE FROM settings WHERE key = 'ready_probe'`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

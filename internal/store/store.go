@@ -160,8 +160,7 @@ func (s *Store) Close() error {
 // uses it.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.db.WithContext(ctx).Exec(
-		`INSERT INTO settings(key, value) VALUES('ready_probe', '1')
-		 ON CONFLICT(key) DO UPDATE SET value = excluded.value`).Error
+		`INSERT INTO ready_probe(id, n) VALUES(1, 1) ON CONFLICT(id) DO UPDATE SET n = n + 1`).Error
 }
 
 // Now returns the store's clock reading (UTC).
