@@ -133,6 +133,11 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		// directory never uses it.
 		return nil, errors.New("DEVSPACE_PUBLIC_BASE_URL=auto must be resolved (ResolvePublicURL) before the server is built")
 	}
+	if serving {
+		// The tool schemas take most of mcpserver.New's time in a fresh
+		// process; they are built while the state opens.
+		go mcpserver.Prepare()
+	}
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
 		return nil, ErrNotInitialized

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -54,15 +56,45 @@ type tool struct {
 	def  *mcp.Tool
 }
 
-// addTool registers a typed tool with strict argument decoding.
-func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Context, c *call, in *In) (Out, error)) {
+// toolSchemas are a tool's published input and output schemas, as JSON,
+// and the strict scan compiled from the input one. They depend on the
+// tool's types only, so each is built once per process and shared,
+// read-only, by every Server (Prepare builds them ahead). Published as
+// JSON, a schema is encoded once, not at every tools/list, and the SDK's
+// per-call look at it (Mcp-Param headers, protocol 2026-07-28) decodes
+// bytes instead of re-encoding a jsonschema.Schema.
+type toolSchemas struct {
+	in, out json.RawMessage
+	strict  *strictjson.Schema
+}
+
+// builtSchemas holds a *schemaEntry per [In, Out] type pair.
+var builtSchemas sync.Map
+
+type schemaEntry struct {
+	once sync.Once
+	toolSchemas
+}
+
+// schemasFor returns the schemas of a tool with input In and output Out,
+// building them on first use; a caller that arrives while another builds
+// them waits for that build.
+func schemasFor[In, Out any](name string) toolSchemas {
+	key := [2]reflect.Type{reflect.TypeFor[In](), reflect.TypeFor[Out]()}
+	v, _ := builtSchemas.LoadOrStore(key, &schemaEntry{})
+	e := v.(*schemaEntry)
+	e.once.Do(func() { e.toolSchemas = buildSchemas[In, Out](name) })
+	return e.toolSchemas
+}
+
+func buildSchemas[In, Out any](name string) toolSchemas {
 	inSchema, err := jsonschema.For[In](nil)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+		panic(fmt.Sprintf("tool %s input schema: %v", name, err))
 	}
 	outSchema, err := jsonschema.For[Out](nil)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s output schema: %v", sp.name, err))
+		panic(fmt.Sprintf("tool %s output schema: %v", name, err))
 	}
 	var zero In
 	if h, ok := any(zero).(interface{ schema(*jsonschema.Schema) }); ok {
@@ -70,18 +102,29 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 	}
 	// Arguments are held to the schema the tool publishes, in the one
 	// strict scan (docs/decisions.md: validate once).
-	published, err := json.Marshal(inSchema)
+	in, err := json.Marshal(inSchema)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+		panic(fmt.Sprintf("tool %s input schema: %v", name, err))
 	}
-	strict, err := strictjson.Compile(published)
+	out, err := json.Marshal(outSchema)
 	if err != nil {
-		panic(fmt.Sprintf("tool %s input schema: %v", sp.name, err))
+		panic(fmt.Sprintf("tool %s output schema: %v", name, err))
 	}
+	strict, err := strictjson.Compile(in)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s input schema: %v", name, err))
+	}
+	return toolSchemas{in: in, out: out, strict: strict}
+}
+
+// addTool registers a typed tool with strict argument decoding.
+func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Context, c *call, in *In) (Out, error)) {
+	schemas := schemasFor[In, Out](sp.name)
+	strict := schemas.strict
 	destructive, openWorld := sp.hints.destructive, sp.hints.openWorld
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,
-		InputSchema: inSchema, OutputSchema: outSchema,
+		InputSchema: schemas.in, OutputSchema: schemas.out,
 		Annotations: &mcp.ToolAnnotations{Title: sp.title, ReadOnlyHint: sp.hints.readOnly,
 			DestructiveHint: &destructive, IdempotentHint: sp.hints.idempotent, OpenWorldHint: &openWorld},
 		Meta: mcp.Meta{"securitySchemes": []map[string]any{{"type": "oauth2", "scopes": sp.scopes}}},

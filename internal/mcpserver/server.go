@@ -33,6 +33,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/skills"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
+	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -93,6 +94,34 @@ type Server struct {
 	bodyMax   int64           // one body's maximum (MaxBodyBytes)
 }
 
+// registerTools adds the widget resources and every tool; the process
+// tools only when commands can run.
+func registerTools(s *Server, commands bool) {
+	registerWidget(s)
+	registerProjectTools(s)
+	registerProgressTools(s)
+	registerThreadTools(s)
+	registerFileTools(s)
+	registerChangeTools(s)
+	registerPatchTools(s)
+	registerUndoTools(s)
+	registerInspectTools(s)
+	if commands {
+		registerProcessTools(s)
+	}
+}
+
+// Prepare builds every tool's schemas and strict scan (toolSchemas),
+// which take most of New's time in a fresh process. The server runs it in
+// a goroutine while it opens its state, so that New finds them built; a
+// New that overtakes it waits for the schemas being built, and nothing is
+// built twice. It registers onto a Server that is then dropped.
+func Prepare() {
+	s := &Server{opts: Options{Widgets: "full", Edits: edits.New(edits.Options{Snapshots: new(undo.Store)})},
+		mcp: mcp.NewServer(&mcp.Implementation{Name: "devspace"}, nil)}
+	registerTools(s, true)
+}
+
 // New builds the MCP server and registers every tool.
 func New(opts Options) *Server {
 	log := opts.Logger
@@ -131,18 +160,7 @@ func New(opts Options) *Server {
 			Logger: log.With("component", "mcp-sdk"),
 		})
 	s.mcp.AddReceivingMiddleware(s.filterToolsMiddleware)
-	registerWidget(s)
-	registerProjectTools(s)
-	registerProgressTools(s)
-	registerThreadTools(s)
-	registerFileTools(s)
-	registerChangeTools(s)
-	registerPatchTools(s)
-	registerUndoTools(s)
-	registerInspectTools(s)
-	if opts.Commands != nil && opts.Commands.CanRun() {
-		registerProcessTools(s)
-	}
+	registerTools(s, opts.Commands != nil && opts.Commands.CanRun())
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),
