@@ -85,15 +85,17 @@ ENTRYPOINT ["tini", "--", "devspace"]
 CMD ["serve"]
 
 # ---------------------------------------------------------------------------
-# runtime-prebuilt: the static binary bin/devspace built outside
-# (CGO_ENABLED=0 go build), for tests and machines that cannot pull the
-# builder image. bin/devspac[e] is a pattern, which may match nothing (with
-# packages.txt always matching), so a normal build passes through here.
+# runtime-prebuilt: the static binaries bin/devspace and bin/devspace-exec
+# (its command helper) built outside (make build), for tests and machines
+# that cannot pull the builder image. bin/devspac[e] is a pattern, which may
+# match nothing (with packages.txt always matching), so a normal build
+# passes through here.
 FROM base AS runtime-prebuilt
-COPY deploy/image/packages.txt bin/devspac[e] /usr/local/lib/devspace/
+COPY deploy/image/packages.txt bin/devspac[e] bin/devspace-exe[c] /usr/local/lib/devspace/
 
 # ---------------------------------------------------------------------------
-# build: the static binary.
+# build: the static binaries (devspace and its command helper, which must
+# lie beside it: internal/process FindHelper).
 FROM ${BUILDER_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -104,9 +106,9 @@ ARG VERSION=dev
 ARG REVISION=
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/devspace-dev/devspace/internal/buildinfo.version=${VERSION} -X github.com/devspace-dev/devspace/internal/buildinfo.commit=${REVISION}" \
-      -o /out/devspace ./cmd/devspace
+      -o /out/ ./cmd/devspace ./cmd/devspace-exec
 
 # ---------------------------------------------------------------------------
 # runtime (default target).
 FROM base AS runtime
-COPY --from=build /out/devspace /usr/local/lib/devspace/devspace
+COPY --from=build /out/devspace /out/devspace-exec /usr/local/lib/devspace/

@@ -12,8 +12,8 @@ export CGO_ENABLED ?= 0
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build the static binary into bin/
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
+build: ## build the static binaries into bin/ (devspace and its command helper devspace-exec)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 
 run: build ## run DevSpace locally (state in .data/, a sample Project, loopback listeners)
 	@mkdir -p $(DATA)/sample-project
@@ -114,7 +114,7 @@ QUIET_BUILD := scripts/quiet-build
 # the Go module proxy.
 e2e-image:
 	@deploy/e2e/ensure-docker
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
 			-t $(E2E_IMAGE) .
@@ -129,7 +129,7 @@ ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' .env 2>/dev/null | tail -n1)
 ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' .env 2>/dev/null | tail -n1)
 image-local: ## build devspace:local for compose with no registry (local Debian base; DEVSPACE_UID/GID from .env)
 	@deploy/e2e/ensure-docker
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
 			$(if $(ENV_UID),--build-arg DEVSPACE_UID=$(ENV_UID)) $(if $(ENV_GID),--build-arg DEVSPACE_GID=$(ENV_GID)) \

@@ -46,7 +46,9 @@ func devspaceBinary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "devspace")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildPath, "./cmd/devspace")
+		// With its command helper beside it, as make build and the image
+		// install it.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "./cmd/devspace", "./cmd/devspace-exec")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

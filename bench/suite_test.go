@@ -483,13 +483,24 @@ func grepRow(t *testing.T, rounds int, name, pattern string, regex bool, goal fl
 	return latencyRow(name, o, b, rr, "rg", goal)
 }
 
+// supervisorOf returns the binary the server under test runs as command
+// supervisor: its command helper when one of its build lies beside it.
+func supervisorOf(t *testing.T, srv *server) string {
+	path, err := process.FindHelper(context.Background(), srv.bin)
+	if err != nil {
+		t.Logf("commands start through devspace itself: %v", err)
+		return srv.bin
+	}
+	return path
+}
+
 // sandboxRow measures what the Landlock domain adds to a command: the
 // process layer with the sandbox on (the default) next to the same layer
 // with DEVSPACE_COMMAND_SANDBOX=off. Issue 16's goal is at most +0.5 ms
 // per command (the Ours-Baseline difference of the p50s).
 func sandboxRow(t *testing.T, srv *server, rounds int) row {
 	newManager := func(off bool) *process.Manager {
-		m, err := process.New(process.Options{SupervisorPath: srv.bin, SpoolDir: t.TempDir(),
+		m, err := process.New(process.Options{SupervisorPath: supervisorOf(t, srv), SpoolDir: t.TempDir(),
 			Sandbox: process.SandboxOptions{Off: off, ScratchDir: t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
@@ -537,7 +548,7 @@ func sandboxRow(t *testing.T, srv *server, rounds int) row {
 // managerRow measures the process layer alone (Start, then Wait until the
 // exit is known) with the real binary as supervisor, next to os/exec.
 func managerRow(t *testing.T, srv *server, rounds int) row {
-	m, err := process.New(process.Options{SupervisorPath: srv.bin, SpoolDir: t.TempDir()})
+	m, err := process.New(process.Options{SupervisorPath: supervisorOf(t, srv), SpoolDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -81,7 +82,7 @@ func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
 			"scoped": strconv.FormatBool(st.Mode == process.SandboxLandlock && st.Status.Features().Scoped)})
 }
 
-func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
+func newProcessManager(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
 	dir := outputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create command output dir: %w", err)
@@ -92,7 +93,17 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 		if err != nil {
 			return nil, fmt.Errorf("find own executable for command supervisors: %w", err)
 		}
-		path = exe
+		// The command helper beside the binary starts far faster than
+		// devspace itself, and every command starts one (its launcher).
+		path, err = process.FindHelper(ctx, exe)
+		switch {
+		case errors.Is(err, process.ErrNoHelper):
+			path = exe
+			log.Info("commands start through devspace itself: no " + process.HelperName + " beside it (slower)")
+		case err != nil:
+			path = exe
+			log.Warn("commands start through devspace itself (slower)", "err", err)
+		}
 	}
 	// The server is a child subreaper: descendants of a lost supervisor
 	// re-parent to it (not PID 1) and are killed.
@@ -142,7 +153,7 @@ func doctorSandbox(cfg *config.Config, ok, warn, bad func(string, ...any)) {
 // then sweeping in the background) and the undo snapshots, which close
 // with the executions too. On error nothing is left running.
 func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions) error {
-	procs, err := newProcessManager(cfg, opts, sandboxOpts, a.log, a.metrics)
+	procs, err := newProcessManager(ctx, cfg, opts, sandboxOpts, a.log, a.metrics)
 	if err != nil {
 		return err
 	}

