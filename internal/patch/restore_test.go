@@ -349,3 +349,21 @@ func metadataRepo(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestRestoreNeverRemovesRepositoryDirs: a directory to remove once
+// committed that lies inside a Git directory (an empty refs/tags, as a
+// new repository has) refuses the call before anything is written.
+func TestRestoreNeverRemovesRepositoryDirs(t *testing.T) {
+	for _, d := range []string{".git/refs/tags", ".GIT/branches", "e/refs/tags", "gd/refs/tags", "gd/branches"} {
+		t.Run(d, func(t *testing.T) {
+			dir := metadataRepo(t)
+			before := testutil.Tree(t, dir)
+			states := []FileState{{Path: "a.txt", Expect: hashOf("a\n"), Content: []byte("A\n"), Mode: 0o644}}
+			_, err := Restore(context.Background(), openRoot(t, dir), states, []string{d}, Options{})
+			if pe, ok := errors.AsType[*project.PathError](err); !ok || pe.Reason != project.ReasonRepository || !errors.Is(err, project.ErrPathDenied) {
+				t.Errorf("Restore error = %v, want path_denied (repository_metadata)", err)
+			}
+			diffSnapshots(t, before, testutil.Tree(t, dir))
+		})
+	}
+}
