@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +126,79 @@ func lines(p, s string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestUndoPatchRefusesRepositoryMetadata: patches deleted d/post-checkout
+// and m/hooks/post-checkout from plain directories; then the owner's
+// checkout made d a link to .git/hooks and m the Git directory a sub/.git
+// file names. Undoing either would plant a hook the owner's git runs:
+// undo_patch refuses with path_denied (repository_metadata), the
+// repository on disk is byte-identical and the owner's git runs nothing.
+func TestUndoPatchRefusesRepositoryMetadata(t *testing.T) {
+	const hook = "#!/bin/sh\ntouch \"$(git rev-parse --show-toplevel)/PWNED\"\n"
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	root := env.Roots["alpha"]
+	testutil.Git(t, root, "init", "-q")
+	testutil.Git(t, root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "init")
+	for _, p := range []string{"d/post-checkout", "m/hooks/post-checkout"} {
+		testutil.WriteFile(t, root, p, hook)
+		if err := os.Chmod(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("s")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
+	for i, p := range []string{"d/post-checkout", "m/hooks/post-checkout"} {
+		sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": p}}}, me)
+		v := readVersion(t, cs, sc)
+		sc, res := callTool(t, cs, "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", i+1),
+			"patch": "*** Begin Patch\n*** Delete File: " + p + "\n*** End Patch\n", "ifMatch": v}, me)
+		if res.IsError {
+			t.Fatalf("delete %s: %v", p, sc)
+		}
+	}
+	// The owner's checkout: d becomes a link to .git/hooks, m a Git
+	// directory that sub/.git names.
+	if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(".git", "hooks"), filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "m")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Git(t, root, "init", "-q", "--bare", "m")
+	testutil.WriteFile(t, root, "sub/.git", "gitdir: ../m\n")
+	before := map[string]map[string]string{".git": testutil.Tree(t, filepath.Join(root, ".git")), "m": testutil.Tree(t, filepath.Join(root, "m"))}
+
+	for _, args := range []map[string]any{
+		{"operationId": "u1"},                           // the latest: p2, into m/hooks
+		{"operationId": "u2", "patchOperationId": "p1"}, // into d → .git/hooks
+	} {
+		sc, _ := callTool(t, cs, "undo_patch", args, me)
+		e, _ := sc["error"].(map[string]any)
+		details, _ := e["details"].(map[string]any)
+		if errCode(sc) != "path_denied" || details["reason"] != "repository_metadata" {
+			t.Errorf("undo_patch %v = %v, want path_denied (repository_metadata)", args, sc)
+		}
+	}
+	for dir, tree := range before {
+		if diff := cmp.Diff(tree, testutil.Tree(t, filepath.Join(root, dir))); diff != "" {
+			t.Errorf("%s changed (-before +after):\n%s", dir, diff)
+		}
+	}
+	cmd := exec.Command("git", "checkout", "-q", "-B", "other")
+	cmd.Dir = root
+	cmd.Env = testutil.GitEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
+		t.Fatal("a hook restored by undo_patch ran on the owner's git")
+	}
 }
 
 // TestSecretsNeverLeaveThroughLinks: symlinks to .env, .ssh and .kube
