@@ -1,7 +1,10 @@
 package patch
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -95,4 +98,75 @@ func TestRestoreRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 		t.Fatalf("Restore error = %v, want path denied (sensitive)", err)
 	}
 	diffSnapshots(t, before, testutil.Tree(t, dir))
+}
+
+// secretMarker is in every sensitive file of secretsTree and secretsPatch.
+const secretMarker = "SECRET_MARKER_15"
+
+// secretsTree returns a directory with secrets next to one plain file;
+// keys links to .ssh.
+func secretsTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	testutil.WriteTree(t, dir, map[string]testutil.File{
+		".env":            {Content: "TOKEN=" + secretMarker + "-env\n", Mode: 0o600},
+		".env.local":      {Content: "TOKEN=" + secretMarker + "-local\n", Mode: 0o600},
+		".ssh/id_ed25519": {Content: secretMarker + "-key\n", Mode: 0o600},
+		".ssh/config":     {Content: "Host " + secretMarker + "-ssh\n", Mode: 0o600},
+		"plain.txt":       {Content: "visible\n"},
+	})
+	if err := os.Symlink(".ssh", filepath.Join(dir, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// secretsPatch changes secretsTree's secrets every way a patch can (an
+// update, an add, a delete, an update through the keys link, a move to a
+// plain name) and its plain file.
+const secretsPatch = `*** Begin Patch
+*** Update File: .env
+@@
+-TOKEN=` + secretMarker + `-env
++TOKEN=` + secretMarker + `-new
+*** Add File: config/prod.pem
++` + secretMarker + `-pem
+*** Delete File: .ssh/id_ed25519
+*** Update File: keys/config
+@@
+-Host ` + secretMarker + `-ssh
++Host ` + secretMarker + `-ssh2
+*** Update File: .env.local
+*** Move to: notes.txt
+@@
+-TOKEN=` + secretMarker + `-local
++TOKEN=` + secretMarker + `-moved
+*** Update File: plain.txt
+@@
+-visible
++visible-changed
+*** End Patch`
+
+// holdsSecret reports whether b holds marker as is, hex-encoded or
+// base64-encoded (standard or URL alphabet, at any of the three byte
+// alignments, the groups it shares with its neighbours left out): how a
+// record would carry content.
+func holdsSecret(b []byte, marker string) bool {
+	needles := []string{marker, hex.EncodeToString([]byte(marker))}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for k := range 3 {
+			s := enc.EncodeToString(append(make([]byte, k), marker...))
+			start := 0
+			if k > 0 {
+				start = 4
+			}
+			needles = append(needles, s[start:len(s)-4])
+		}
+	}
+	for _, n := range needles {
+		if bytes.Contains(b, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }
