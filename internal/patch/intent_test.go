@@ -620,7 +620,7 @@ func TestIntentRecordsKeepNoSensitiveContent(t *testing.T) {
 							continue // renamed to its next phase meanwhile
 						}
 						read++
-						if holdsSecret(b, secretMarker) {
+						if testutil.HoldsSecret(b, secretMarker) {
 							t.Errorf("intent record %s holds a secret: %s", name, b)
 						}
 					}

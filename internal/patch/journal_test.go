@@ -176,7 +176,7 @@ func TestJournalKeepsNoSensitiveContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	diff := RenderDiff(Entry{OpID: "op-1", Patch: secretsPatch, Result: res})
-	if holdsSecret([]byte(diff), secretMarker) {
+	if testutil.HoldsSecret([]byte(diff), secretMarker) {
 		t.Errorf("the journal diff holds a secret:\n%s", diff)
 	}
 	if n := strings.Count(diff, "(sensitive file: content not recorded; "); n != 5 {

@@ -1,10 +1,7 @@
 package patch
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -146,27 +143,3 @@ const secretsPatch = `*** Begin Patch
 -visible
 +visible-changed
 *** End Patch`
-
-// holdsSecret reports whether b holds marker as is, hex-encoded or
-// base64-encoded (standard or URL alphabet, at any of the three byte
-// alignments, the groups it shares with its neighbours left out): how a
-// record would carry content.
-func holdsSecret(b []byte, marker string) bool {
-	needles := []string{marker, hex.EncodeToString([]byte(marker))}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-		for k := range 3 {
-			s := enc.EncodeToString(append(make([]byte, k), marker...))
-			start := 0
-			if k > 0 {
-				start = 4
-			}
-			needles = append(needles, s[start:len(s)-4])
-		}
-	}
-	for _, n := range needles {
-		if bytes.Contains(b, []byte(n)) {
-			return true
-		}
-	}
-	return false
-}
