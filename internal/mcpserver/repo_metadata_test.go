@@ -317,18 +317,25 @@ func TestSecretRaceSwap(t *testing.T) {
 		}
 		return strings.Contains(string(b), "public")
 	}
-	seen := 0
-	for i := 0; i < reads/8; i++ {
+	calls := reads / len(files)
+	seen, wholeTree := 0, 0
+	for i := range calls {
 		_, res := callTool(t, cs, "read_files", map[string]any{"files": files}, me)
 		if check(res) {
 			seen++
 		}
-		if i%(reads/8/greps+1) == 0 {
+		// Exactly greps of the calls, spread evenly, also grep the whole
+		// tree (and zzz alone).
+		if (i+1)*greps/calls != i*greps/calls {
+			wholeTree++
 			_, res := callTool(t, cs, "inspect", map[string]any{"operations": []any{
 				map[string]any{"op": "grep", "pattern": "token"}, map[string]any{"op": "grep", "path": "zzz", "pattern": "token"},
 			}}, me)
 			check(res)
 		}
+	}
+	if calls*len(files) != reads || wholeTree != greps {
+		t.Fatalf("%d reads and %d whole-tree greps, want %d and %d", calls*len(files), wholeTree, reads, greps)
 	}
 	if seen == 0 {
 		t.Fatal("no read saw the plain file: the race test proves nothing")
