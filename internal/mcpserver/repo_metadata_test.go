@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -250,8 +252,21 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 			map[string]any{"op": "glob", "path": p, "pattern": "**"},
 		)
 	}
+	// Every path inspect returns, with whether it is a link listed as
+	// such (never followed).
+	listed := map[string]bool{}
 	for i := 0; i < len(ops); i += 8 {
-		record(callTool(t, cs, "inspect", map[string]any{"operations": ops[i:min(i+8, len(ops))]}, me))
+		sc := record(callTool(t, cs, "inspect", map[string]any{"operations": ops[i:min(i+8, len(ops))]}, me))
+		for _, r := range sc["results"].([]any) {
+			r := r.(map[string]any)
+			for _, key := range []string{"entries", "matches"} {
+				items, _ := r[key].([]any)
+				for _, it := range items {
+					it := it.(map[string]any)
+					listed[it["path"].(string)] = it["type"] == "symlink"
+				}
+			}
+		}
 	}
 	list := record(callTool(t, cs, "skills", map[string]any{}, me))
 	var ids []string
@@ -264,7 +279,12 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 		ids = append(ids, s["skillId"].(string))
 	}
 	for _, id := range ids {
-		record(callTool(t, cs, "skills", map[string]any{"skillId": id}, me))
+		sc := record(callTool(t, cs, "skills", map[string]any{"skillId": id}, me))
+		loaded := sc["loaded"].(map[string]any)
+		files, _ := loaded["files"].([]any)
+		for _, f := range files {
+			listed[path.Join(".agents/skills", loaded["name"].(string), f.(string))] = false
+		}
 		for _, rel := range []string{"cfg", "kube/config", "SKILL.md"} {
 			record(callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "skill://" + id + "/" + rel}}}, me))
 		}
@@ -275,6 +295,37 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 	for _, out := range all {
 		if strings.Contains(out, marker) {
 			t.Errorf("a result holds a secret: %s", out)
+		}
+	}
+	// A name is a secret too: no listed path may lead to a sensitive
+	// file (zzz/config is .kube/config, keys/id_ed25519 is
+	// .ssh/id_ed25519). A link listed as such is not followed, so only
+	// the directories on its way count.
+	if len(listed) == 0 {
+		t.Fatal("inspect listed nothing: the name check proves nothing")
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, link := range listed {
+		host := filepath.Join(root, filepath.FromSlash(p))
+		var real string
+		if link {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(host))
+			if err != nil {
+				t.Fatal(err)
+			}
+			real = filepath.Join(dir, filepath.Base(host))
+		} else if real, err = filepath.EvalSymlinks(host); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(realRoot, real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if project.IsSensitive(filepath.ToSlash(rel)) {
+			t.Errorf("listed %q leads to the sensitive %q", p, rel)
 		}
 	}
 }
