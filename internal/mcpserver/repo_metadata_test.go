@@ -49,7 +49,9 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := testutil.Tree(t, filepath.Join(root, ".git"))
+	// The whole Project, not only .git: the sub/.git file, the link g,
+	// the move's source hook.sh, and no .GIT, .git. or a/ created.
+	before := testutil.Tree(t, root)
 	hook, _ := os.ReadFile(filepath.Join(root, "hook.sh"))
 
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write"}})
@@ -92,8 +94,8 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(before, testutil.Tree(t, filepath.Join(root, ".git"))); diff != "" {
-		t.Errorf(".git changed (-before +after):\n%s", diff)
+	if diff := cmp.Diff(before, testutil.Tree(t, root)); diff != "" {
+		t.Errorf("the Project changed (-before +after):\n%s", diff)
 	}
 	// read_files and inspect refuse it too.
 	for _, p := range []string{".git/config", ".git", "g/config", ".GIT/config", "sub/.git"} {
