@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -46,7 +49,9 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := testutil.Tree(t, filepath.Join(root, ".git"))
+	// The whole Project, not only .git: the sub/.git file, the link g,
+	// the move's source hook.sh, and no .GIT, .git. or a/ created.
+	before := testutil.Tree(t, root)
 	hook, _ := os.ReadFile(filepath.Join(root, "hook.sh"))
 
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write"}})
@@ -89,8 +94,8 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(before, testutil.Tree(t, filepath.Join(root, ".git"))); diff != "" {
-		t.Errorf(".git changed (-before +after):\n%s", diff)
+	if diff := cmp.Diff(before, testutil.Tree(t, root)); diff != "" {
+		t.Errorf("the Project changed (-before +after):\n%s", diff)
 	}
 	// read_files and inspect refuse it too.
 	for _, p := range []string{".git/config", ".git", "g/config", ".GIT/config", "sub/.git"} {
@@ -125,6 +130,79 @@ func lines(p, s string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestUndoPatchRefusesRepositoryMetadata: patches deleted d/post-checkout
+// and m/hooks/post-checkout from plain directories; then the owner's
+// checkout made d a link to .git/hooks and m the Git directory a sub/.git
+// file names. Undoing either would plant a hook the owner's git runs:
+// undo_patch refuses with path_denied (repository_metadata), the
+// repository on disk is byte-identical and the owner's git runs nothing.
+func TestUndoPatchRefusesRepositoryMetadata(t *testing.T) {
+	const hook = "#!/bin/sh\ntouch \"$(git rev-parse --show-toplevel)/PWNED\"\n"
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	root := env.Roots["alpha"]
+	testutil.Git(t, root, "init", "-q")
+	testutil.Git(t, root, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "init")
+	for _, p := range []string{"d/post-checkout", "m/hooks/post-checkout"} {
+		testutil.WriteFile(t, root, p, hook)
+		if err := os.Chmod(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write"}})
+	cs := connect(t, env, tok.AccessToken, "")
+	me := session("s")
+	callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me)
+	for i, p := range []string{"d/post-checkout", "m/hooks/post-checkout"} {
+		sc, _ := callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": p}}}, me)
+		v := readVersion(t, cs, sc)
+		sc, res := callTool(t, cs, "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", i+1),
+			"patch": "*** Begin Patch\n*** Delete File: " + p + "\n*** End Patch\n", "ifMatch": v}, me)
+		if res.IsError {
+			t.Fatalf("delete %s: %v", p, sc)
+		}
+	}
+	// The owner's checkout: d becomes a link to .git/hooks, m a Git
+	// directory that sub/.git names.
+	if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(".git", "hooks"), filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "m")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Git(t, root, "init", "-q", "--bare", "m")
+	testutil.WriteFile(t, root, "sub/.git", "gitdir: ../m\n")
+	before := map[string]map[string]string{".git": testutil.Tree(t, filepath.Join(root, ".git")), "m": testutil.Tree(t, filepath.Join(root, "m"))}
+
+	for _, args := range []map[string]any{
+		{"operationId": "u1"},                           // the latest: p2, into m/hooks
+		{"operationId": "u2", "patchOperationId": "p1"}, // into d → .git/hooks
+	} {
+		sc, _ := callTool(t, cs, "undo_patch", args, me)
+		e, _ := sc["error"].(map[string]any)
+		details, _ := e["details"].(map[string]any)
+		if errCode(sc) != "path_denied" || details["reason"] != "repository_metadata" {
+			t.Errorf("undo_patch %v = %v, want path_denied (repository_metadata)", args, sc)
+		}
+	}
+	for dir, tree := range before {
+		if diff := cmp.Diff(tree, testutil.Tree(t, filepath.Join(root, dir))); diff != "" {
+			t.Errorf("%s changed (-before +after):\n%s", dir, diff)
+		}
+	}
+	cmd := exec.Command("git", "checkout", "-q", "-B", "other")
+	cmd.Dir = root
+	cmd.Env = testutil.GitEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "PWNED")); err == nil {
+		t.Fatal("a hook restored by undo_patch ran on the owner's git")
+	}
 }
 
 // TestSecretsNeverLeaveThroughLinks: symlinks to .env, .ssh and .kube
@@ -176,8 +254,21 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 			map[string]any{"op": "glob", "path": p, "pattern": "**"},
 		)
 	}
+	// Every path inspect returns, with whether it is a link listed as
+	// such (never followed).
+	listed := map[string]bool{}
 	for i := 0; i < len(ops); i += 8 {
-		record(callTool(t, cs, "inspect", map[string]any{"operations": ops[i:min(i+8, len(ops))]}, me))
+		sc := record(callTool(t, cs, "inspect", map[string]any{"operations": ops[i:min(i+8, len(ops))]}, me))
+		for _, r := range sc["results"].([]any) {
+			r := r.(map[string]any)
+			for _, key := range []string{"entries", "matches"} {
+				items, _ := r[key].([]any)
+				for _, it := range items {
+					it := it.(map[string]any)
+					listed[it["path"].(string)] = it["type"] == "symlink"
+				}
+			}
+		}
 	}
 	list := record(callTool(t, cs, "skills", map[string]any{}, me))
 	var ids []string
@@ -190,7 +281,12 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 		ids = append(ids, s["skillId"].(string))
 	}
 	for _, id := range ids {
-		record(callTool(t, cs, "skills", map[string]any{"skillId": id}, me))
+		sc := record(callTool(t, cs, "skills", map[string]any{"skillId": id}, me))
+		loaded := sc["loaded"].(map[string]any)
+		files, _ := loaded["files"].([]any)
+		for _, f := range files {
+			listed[path.Join(".agents/skills", loaded["name"].(string), f.(string))] = false
+		}
 		for _, rel := range []string{"cfg", "kube/config", "SKILL.md"} {
 			record(callTool(t, cs, "read_files", map[string]any{"files": []any{map[string]any{"path": "skill://" + id + "/" + rel}}}, me))
 		}
@@ -201,6 +297,37 @@ func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
 	for _, out := range all {
 		if strings.Contains(out, marker) {
 			t.Errorf("a result holds a secret: %s", out)
+		}
+	}
+	// A name is a secret too: no listed path may lead to a sensitive
+	// file (zzz/config is .kube/config, keys/id_ed25519 is
+	// .ssh/id_ed25519). A link listed as such is not followed, so only
+	// the directories on its way count.
+	if len(listed) == 0 {
+		t.Fatal("inspect listed nothing: the name check proves nothing")
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, link := range listed {
+		host := filepath.Join(root, filepath.FromSlash(p))
+		var real string
+		if link {
+			dir, err := filepath.EvalSymlinks(filepath.Dir(host))
+			if err != nil {
+				t.Fatal(err)
+			}
+			real = filepath.Join(dir, filepath.Base(host))
+		} else if real, err = filepath.EvalSymlinks(host); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(realRoot, real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if project.IsSensitive(filepath.ToSlash(rel)) {
+			t.Errorf("listed %q leads to the sensitive %q", p, rel)
 		}
 	}
 }
@@ -243,18 +370,25 @@ func TestSecretRaceSwap(t *testing.T) {
 		}
 		return strings.Contains(string(b), "public")
 	}
-	seen := 0
-	for i := 0; i < reads/8; i++ {
+	calls := reads / len(files)
+	seen, wholeTree := 0, 0
+	for i := range calls {
 		_, res := callTool(t, cs, "read_files", map[string]any{"files": files}, me)
 		if check(res) {
 			seen++
 		}
-		if i%(reads/8/greps+1) == 0 {
+		// Exactly greps of the calls, spread evenly, also grep the whole
+		// tree (and zzz alone).
+		if (i+1)*greps/calls != i*greps/calls {
+			wholeTree++
 			_, res := callTool(t, cs, "inspect", map[string]any{"operations": []any{
 				map[string]any{"op": "grep", "pattern": "token"}, map[string]any{"op": "grep", "path": "zzz", "pattern": "token"},
 			}}, me)
 			check(res)
 		}
+	}
+	if calls*len(files) != reads || wholeTree != greps {
+		t.Fatalf("%d reads and %d whole-tree greps, want %d and %d", calls*len(files), wholeTree, reads, greps)
 	}
 	if seen == 0 {
 		t.Fatal("no read saw the plain file: the race test proves nothing")

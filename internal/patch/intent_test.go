@@ -582,3 +582,69 @@ func TestCrashDuringRollbackAfterConflictRecovers(t *testing.T) {
 		})
 	}
 }
+
+// TestIntentRecordsKeepNoSensitiveContent: at every point of the commit
+// protocol, through a rollback too, the intent records of a patch and of
+// a restore of secrets with AllowSensitive hold no byte of a secret
+// (hashes and names only), and none is left afterwards.
+func TestIntentRecordsKeepNoSensitiveContent(t *testing.T) {
+	injected := errors.New("injected fault")
+	restore := []FileState{
+		{Path: ".env", Expect: hashOf("TOKEN=" + secretMarker + "-env\n"), Content: []byte(secretMarker + "-restored\n"), Mode: 0o600},
+		{Path: "keys/config", Expect: hashOf("Host " + secretMarker + "-ssh\n"), Content: []byte("Host " + secretMarker + "-2\n"), Mode: 0o600},
+		{Path: ".ssh/id_ed25519", Expect: hashOf(secretMarker + "-key\n"), Absent: true},
+		{Path: "config/new.key", Content: []byte(secretMarker + "-new\n"), Mode: 0o600},
+	}
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, dir string, opts Options) error
+	}{
+		{"apply", func(t *testing.T, dir string, opts Options) error {
+			_, err := apply(t, dir, secretsPatch, opts)
+			return err
+		}},
+		{"restore", func(t *testing.T, dir string, opts Options) error {
+			_, err := Restore(context.Background(), openRoot(t, dir), restore, nil, opts)
+			return err
+		}},
+	} {
+		for _, fail := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/rollback=%v", c.name, fail), func(t *testing.T) {
+				dir, state := secretsTree(t), t.TempDir()
+				points, read := 0, 0
+				hooks := &Hooks{Crash: func(int) bool {
+					points++
+					for _, name := range records(t, state) {
+						b, err := os.ReadFile(filepath.Join(state, name))
+						if err != nil {
+							continue // renamed to its next phase meanwhile
+						}
+						read++
+						if testutil.HoldsSecret(b, secretMarker) {
+							t.Errorf("intent record %s holds a secret: %s", name, b)
+						}
+					}
+					return false
+				}}
+				if fail {
+					hooks.BeforeRename = func(i int, _ string) error {
+						if i == 2 {
+							return injected
+						}
+						return nil
+					}
+				}
+				err := c.run(t, dir, Options{AllowSensitive: true, Intents: openIntents(t, state), Hooks: hooks})
+				if fail != errors.Is(err, injected) || !fail && err != nil {
+					t.Fatalf("%v, want the injected fault: %v", err, fail)
+				}
+				if points == 0 || read == 0 {
+					t.Fatalf("%d protocol points, %d records read: the test proves nothing", points, read)
+				}
+				if left := records(t, state); len(left) != 0 {
+					t.Errorf("intent records left: %v", left)
+				}
+			})
+		}
+	}
+}

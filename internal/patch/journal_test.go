@@ -164,3 +164,25 @@ func TestUnifiedDiffHunks(t *testing.T) {
 		t.Errorf("fallback script has %d ops", len(ops))
 	}
 }
+
+// TestJournalKeepsNoSensitiveContent: the journal row of a patch applied
+// with AllowSensitive names the sensitive files with their hashes and
+// keeps no byte of their content, before or after, whichever way the
+// patch changed them; the plain file's diff is kept.
+func TestJournalKeepsNoSensitiveContent(t *testing.T) {
+	dir := secretsTree(t)
+	res, err := apply(t, dir, secretsPatch, Options{AllowSensitive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := RenderDiff(Entry{OpID: "op-1", Patch: secretsPatch, Result: res})
+	if testutil.HoldsSecret([]byte(diff), secretMarker) {
+		t.Errorf("the journal diff holds a secret:\n%s", diff)
+	}
+	if n := strings.Count(diff, "(sensitive file: content not recorded; "); n != 5 {
+		t.Errorf("%d sensitive stubs, want 5:\n%s", n, diff)
+	}
+	if !strings.Contains(diff, "-visible\n+visible-changed\n") {
+		t.Errorf("the plain file's diff is missing:\n%s", diff)
+	}
+}

@@ -85,7 +85,8 @@ func (e *RestoreConflict) Unwrap() []error {
 // everything back, including the directories Restore created. Once
 // committed, each directory in removeDirs (typically the CreatedDirs of
 // the Apply being undone) is removed if it is then empty, deepest first;
-// one that cannot be removed stays and does not fail the call.
+// one that cannot be removed stays and does not fail the call, but one
+// that is repository metadata refuses the whole call up front.
 //
 // A file already holding its target content and mode is left alone.
 // Result.Files describes the files that changed (Action add, update or
@@ -94,7 +95,8 @@ func (e *RestoreConflict) Unwrap() []error {
 //
 // Errors: *RestoreConflict (ErrUndoConflict), *FileError wrapping
 // project.ErrPathDenied (sensitive targets unless opts.AllowSensitive,
-// symlinks, special files) or a filesystem error, ErrTooLarge,
+// repository metadata among the targets or removeDirs, symlinks, special
+// files) or a filesystem error, ErrTooLarge,
 // ErrInvalidPatch for malformed input (no files, a duplicate path),
 // ctx.Err(), the failure to write the intent record; joined with
 // ErrRollbackIncomplete if the rollback failed. With opts.Intents a crash
@@ -149,6 +151,16 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 	dirs, err := cleanDirs(removeDirs)
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range dirs {
+		// An empty directory inside a Git directory (refs/tags of a new
+		// repository) is repository metadata too. Other failures leave
+		// the directory to removeEmptyDirs, which skips it.
+		if _, err := resolve.Path(d); err != nil {
+			if pe, ok := errors.AsType[*project.PathError](err); ok && pe.Reason == project.ReasonRepository {
+				return nil, &FileError{Path: d, Err: err}
+			}
+		}
 	}
 
 	// Look at every file and report every drifted one before doing

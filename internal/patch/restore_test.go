@@ -272,3 +272,98 @@ func TestApplyReportsCreatedDirs(t *testing.T) {
 		t.Errorf("CreatedDirs = %q, want %q", res.CreatedDirs, want)
 	}
 }
+
+// TestRestoreRefusesRepositoryMetadata: an undo whose target is, or has
+// become since the patch, repository metadata is refused with
+// repository_metadata before anything is staged, whatever AllowSensitive
+// says, and the repository is byte-identical afterwards. A patch deleted
+// d/post-checkout and e/config from real directories; the owner's
+// checkout then made d a link to .git/hooks, e a link to .git, and gd the
+// Git directory a sub/.git file names: restoring those files would plant a
+// hook or rewrite the config the owner's git runs.
+func TestRestoreRefusesRepositoryMetadata(t *testing.T) {
+	hook := []byte("#!/bin/sh\ntouch PWNED\n")
+	tests := []struct {
+		name   string
+		states func(config []byte) []FileState
+	}{
+		{"link to .git/hooks", func([]byte) []FileState {
+			return []FileState{{Path: "d/post-checkout", Content: hook, Mode: 0o755}}
+		}},
+		{"link to .git, rewrite", func(config []byte) []FileState {
+			fsmonitor := append(append([]byte{}, config...), "[core]\n\tfsmonitor = \"touch PWNED\"\n"...)
+			return []FileState{{Path: "e/config", Expect: HashContent(config), Content: fsmonitor, Mode: 0o644}}
+		}},
+		{"link to .git, remove", func(config []byte) []FileState {
+			return []FileState{{Path: "e/config", Expect: HashContent(config), Absent: true}}
+		}},
+		{"Git directory by another name", func([]byte) []FileState {
+			return []FileState{{Path: "gd/hooks/post-checkout", Content: hook, Mode: 0o755}}
+		}},
+		{".git/hooks", func([]byte) []FileState {
+			return []FileState{{Path: ".git/hooks/post-checkout", Content: hook, Mode: 0o755}}
+		}},
+		{".GIT/config", func(config []byte) []FileState {
+			return []FileState{{Path: ".GIT/config", Expect: HashContent(config), Absent: true}}
+		}},
+		{"a .git file", func([]byte) []FileState {
+			return []FileState{{Path: "sub/.git", Expect: hashOf("gitdir: ../gd\n"), Content: []byte("gitdir: /elsewhere\n"), Mode: 0o644}}
+		}},
+		{"after an allowed file", func([]byte) []FileState {
+			return []FileState{
+				{Path: "a.txt", Expect: hashOf("a\n"), Content: []byte("A\n"), Mode: 0o644},
+				{Path: "d/post-checkout", Content: hook, Mode: 0o755},
+			}
+		}},
+	}
+	for _, tt := range tests {
+		for _, allow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/allowSensitive=%v", tt.name, allow), func(t *testing.T) {
+				dir := metadataRepo(t)
+				config, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				before := testutil.Tree(t, dir)
+				_, err = Restore(context.Background(), openRoot(t, dir), tt.states(config), nil, Options{AllowSensitive: allow})
+				if pe, ok := errors.AsType[*project.PathError](err); !ok || pe.Reason != project.ReasonRepository || !errors.Is(err, project.ErrPathDenied) {
+					t.Errorf("Restore error = %v, want path_denied (repository_metadata)", err)
+				}
+				diffSnapshots(t, before, testutil.Tree(t, dir))
+			})
+		}
+	}
+}
+
+// metadataRepo returns a repository whose d links to .git/hooks, e to
+// .git, and whose gd is a bare Git directory that sub/.git names.
+func metadataRepo(t *testing.T) string {
+	t.Helper()
+	dir := testutil.NewRepo(t)
+	testutil.WriteTree(t, dir, map[string]testutil.File{"a.txt": {Content: "a\n"}, "sub/.git": {Content: "gitdir: ../gd\n"}})
+	testutil.Git(t, dir, "init", "-q", "--bare", "gd")
+	for link, target := range map[string]string{"d": ".git/hooks", "e": ".git"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestRestoreNeverRemovesRepositoryDirs: a directory to remove once
+// committed that lies inside a Git directory (an empty refs/tags, as a
+// new repository has) refuses the call before anything is written.
+func TestRestoreNeverRemovesRepositoryDirs(t *testing.T) {
+	for _, d := range []string{".git/refs/tags", ".GIT/branches", "e/refs/tags", "gd/refs/tags", "gd/branches"} {
+		t.Run(d, func(t *testing.T) {
+			dir := metadataRepo(t)
+			before := testutil.Tree(t, dir)
+			states := []FileState{{Path: "a.txt", Expect: hashOf("a\n"), Content: []byte("A\n"), Mode: 0o644}}
+			_, err := Restore(context.Background(), openRoot(t, dir), states, []string{d}, Options{})
+			if pe, ok := errors.AsType[*project.PathError](err); !ok || pe.Reason != project.ReasonRepository || !errors.Is(err, project.ErrPathDenied) {
+				t.Errorf("Restore error = %v, want path_denied (repository_metadata)", err)
+			}
+			diffSnapshots(t, before, testutil.Tree(t, dir))
+		})
+	}
+}

@@ -96,3 +96,50 @@ func TestRestoreRefusesSensitiveTargetBehindSymlink(t *testing.T) {
 	}
 	diffSnapshots(t, before, testutil.Tree(t, dir))
 }
+
+// secretMarker is in every sensitive file of secretsTree and secretsPatch.
+const secretMarker = "SECRET_MARKER_15"
+
+// secretsTree returns a directory with secrets next to one plain file;
+// keys links to .ssh.
+func secretsTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	testutil.WriteTree(t, dir, map[string]testutil.File{
+		".env":            {Content: "TOKEN=" + secretMarker + "-env\n", Mode: 0o600},
+		".env.local":      {Content: "TOKEN=" + secretMarker + "-local\n", Mode: 0o600},
+		".ssh/id_ed25519": {Content: secretMarker + "-key\n", Mode: 0o600},
+		".ssh/config":     {Content: "Host " + secretMarker + "-ssh\n", Mode: 0o600},
+		"plain.txt":       {Content: "visible\n"},
+	})
+	if err := os.Symlink(".ssh", filepath.Join(dir, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// secretsPatch changes secretsTree's secrets every way a patch can (an
+// update, an add, a delete, an update through the keys link, a move to a
+// plain name) and its plain file.
+const secretsPatch = `*** Begin Patch
+*** Update File: .env
+@@
+-TOKEN=` + secretMarker + `-env
++TOKEN=` + secretMarker + `-new
+*** Add File: config/prod.pem
++` + secretMarker + `-pem
+*** Delete File: .ssh/id_ed25519
+*** Update File: keys/config
+@@
+-Host ` + secretMarker + `-ssh
++Host ` + secretMarker + `-ssh2
+*** Update File: .env.local
+*** Move to: notes.txt
+@@
+-TOKEN=` + secretMarker + `-local
++TOKEN=` + secretMarker + `-moved
+*** Update File: plain.txt
+@@
+-visible
++visible-changed
+*** End Patch`

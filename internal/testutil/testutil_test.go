@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -136,5 +138,21 @@ func TestClock(t *testing.T) {
 	c.Set(start)
 	if got := c.Now(); !got.Equal(start) {
 		t.Fatalf("after Set: %v, want %v", got, start)
+	}
+}
+
+func TestHoldsSecret(t *testing.T) {
+	const marker = "SECRET_MARKER_15"
+	for pre := range 7 {
+		b := append([]byte("xxxxxxx"[:pre]), marker+"-tail"...)
+		j, _ := json.Marshal(b) // a []byte field: base64 in JSON
+		for _, enc := range [][]byte{b, j, []byte(base64.URLEncoding.EncodeToString(b)), []byte(hex.EncodeToString(b))} {
+			if !HoldsSecret(enc, marker) {
+				t.Errorf("%d bytes before: %s not found", pre, enc)
+			}
+		}
+	}
+	if HoldsSecret([]byte("SECRET_MARKER_1 and 5"), marker) {
+		t.Error("a near miss was found")
 	}
 }
