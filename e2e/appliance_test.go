@@ -396,7 +396,7 @@ func testMetrics(t *testing.T, in *instance) {
 	}
 	for _, want := range []string{"devspace_http_requests_total", "devspace_tool_calls_total", "devspace_grants_active",
 		"devspace_processes_running", `devspace_process_kills_total{reason="timeout"}`, "devspace_oauth_refresh_replays_total 1",
-		"devspace_oauth_tokens_issued_total"} {
+		"devspace_oauth_tokens_issued_total", `devspace_command_sandbox_info{abi="`, `mode="landlock"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

@@ -133,7 +133,12 @@ func TestCompose(t *testing.T) {
 	if out := cn.shell("id", "id -u; cat README.md", nil)["output"]; out != "10001\n# alpha\n" {
 		t.Errorf("command output: %q", out)
 	}
-	// The command runs in its Landlock domain: no state directory, no beta.
+	// The sandbox is active (/readyz, asked from inside the container as
+	// the appliance test does), and the command runs in its Landlock
+	// domain: no state directory, no beta.
+	if body := s.must("exec", "-T", "devspace", "curl", "-sS", "-m", "5", "-H", "Host: localhost", "http://127.0.0.1:7676/readyz"); !strings.Contains(body, `"command_sandbox":true`) {
+		t.Errorf("/readyz: %s", body)
+	}
 	for _, f := range []string{"/data/auth.json", "/projects/beta/README.md"} {
 		if out := cn.shell("read "+f, "cat "+f, nil); out["exitCode"] == float64(0) || !strings.Contains(out["output"].(string), "Permission denied") {
 			t.Errorf("a command on alpha read %s: %v", f, out)

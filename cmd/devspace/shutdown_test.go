@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +29,51 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(r)
+}
+
+// streamWatch sees the client's standalone event stream (GET /mcp): opened
+// is closed when the server answered it with an event stream, ended when
+// that stream's body ended (EOF or error) or was closed.
+type streamWatch struct {
+	base              http.RoundTripper
+	opened, ended     chan struct{}
+	openOnce, endOnce sync.Once
+}
+
+func newStreamWatch(base http.RoundTripper) *streamWatch {
+	return &streamWatch{base: base, opened: make(chan struct{}), ended: make(chan struct{})}
+}
+
+func (w *streamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	first := false
+	w.openOnce.Do(func() { first = true; close(w.opened) })
+	if first {
+		resp.Body = &watchedBody{ReadCloser: resp.Body, end: func() { w.endOnce.Do(func() { close(w.ended) }) }}
+	}
+	return resp, nil
+}
+
+type watchedBody struct {
+	io.ReadCloser
+	end func()
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *watchedBody) Close() error {
+	b.end()
+	return b.ReadCloser.Close()
 }
 
 // TestShutdownWithOpenStream: SIGTERM while a client holds the GET event
@@ -78,9 +126,11 @@ func TestShutdownWithOpenStream(t *testing.T) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "shutdown-test", Version: "1"}, nil)
 	// The standalone SSE stream (GET /mcp) stays open until the server
-	// ends it.
+	// ends it. Only the stateful revisions have it (2026-07-28 removed
+	// it, and the client would pick that one).
+	stream := newStreamWatch(bearer{tok.AccessToken, http.DefaultTransport})
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}}, nil)
+		HTTPClient: &http.Client{Transport: stream}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +144,28 @@ func TestShutdownWithOpenStream(t *testing.T) {
 		return res
 	}
 	call("project_control", map[string]any{"action": "open", "operationId": "o"})
-	mark := "devspace-shutdown-" + freePort(t)
+	// Every process of the tree carries the marker in its environment
+	// (the sleeps' command lines do not name it).
+	mark := "devspace-shutdown-" + freePort(t) + "-" + strconv.Itoa(os.Getpid())
 	call("exec_command", map[string]any{"operationId": "e", "shell": true,
-		"command": "setsid sh -c 'sleep 1000; : " + mark + "' & trap '' TERM; sh -c 'sleep 1000; : " + mark + "'"})
-	if len(marked(mark)) != 2 {
-		t.Fatalf("the command tree is not running: %v", marked(mark))
+		"command":     "setsid sh -c 'sleep 1000; :' & trap '' TERM; sh -c 'sleep 1000; :'",
+		"environment": map[string]any{"DSMARK": mark}})
+	// The setsid sh and its sleep, the inner sh (the shell execs it, with
+	// SIGTERM ignored) and its sleep.
+	for deadline := time.Now().Add(10 * time.Second); len(marked(mark)) < 4; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command tree is not running: %v", marked(mark))
+		}
+	}
+	select {
+	case <-stream.opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client never opened the GET event stream")
+	}
+	select {
+	case <-stream.ended:
+		t.Fatal("the GET event stream ended before SIGTERM")
+	default:
 	}
 
 	start := time.Now()
@@ -119,16 +186,26 @@ func TestShutdownWithOpenStream(t *testing.T) {
 	if left := marked(mark); len(left) > 0 {
 		t.Errorf("processes survive the server: %v", left)
 	}
+	select {
+	case <-stream.ended:
+	default:
+		t.Error("the GET event stream is still open after the server exited")
+	}
 }
 
-// marked returns the PIDs whose command line contains mark.
+// marked returns the processes whose environment or command line contains
+// mark, with their command lines.
 func marked(mark string) []string {
 	var out []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), mark) && !strings.Contains(string(b), "go test") {
-			out = append(out, e.Name())
+		for _, f := range []string{"environ", "cmdline"} {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), f))
+			if err == nil && bytes.Contains(b, []byte(mark)) {
+				c, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+				out = append(out, e.Name()+" "+string(bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
+				break
+			}
 		}
 	}
 	return out

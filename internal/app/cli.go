@@ -590,7 +590,7 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	} else {
 		warn("no delegated cgroup v2 (%s); commands are stopped through process groups and a subreaper", reason)
 	}
-	doctorSandbox(cfg, ok, warn, bad)
+	doctorSandbox(process.SandboxStateOf(commandSandbox(cfg, Options{})), cfg.ScopeEnabled(oauth.ScopeExecute), ok, warn, bad)
 	if !cfg.MetricsIsLoopback() {
 		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)
 	}

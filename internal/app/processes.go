@@ -125,10 +125,10 @@ func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, 
 	return r, nil
 }
 
-// doctorSandbox reports how commands are confined.
-func doctorSandbox(cfg *config.Config, ok, warn, bad func(string, ...any)) {
-	st := process.SandboxStateOf(commandSandbox(cfg, Options{}))
-	execute := cfg.ScopeEnabled(oauth.ScopeExecute)
+// doctorSandbox reports how commands are confined: st is the state a
+// server with this configuration would have, execute whether
+// process:execute is enabled.
+func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(string, ...any)) {
 	switch {
 	case st.Mode == process.SandboxOff && execute:
 		warn("DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI %d is available)", st.Status.ABI)

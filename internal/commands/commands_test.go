@@ -34,14 +34,29 @@ func TestMain(m *testing.M) {
 // rig is a commands service on real parts: a process manager running
 // this binary as supervisor, SQLite, the retention and undo snapshots.
 type rig struct {
-	svc  *commands.Service
-	undo *undo.Store
-	root *os.Root
-	proj project.Root
-	out  string // spool directory
+	svc   *commands.Service
+	procs *process.Manager
+	locks *rootlock.Locks
+	undo  *undo.Store
+	root  *os.Root
+	proj  project.Root
+	dir   string
+	out   string // spool directory
 }
 
-func newRig(t *testing.T) *rig {
+// rigOptions choose how the rig's commands run; the zero value is
+// unconfined, with a cgroup where one is writable.
+type rigOptions struct {
+	landlock bool // confine commands (as the server does by default)
+	noCgroup bool // no per-command cgroup
+	cgroup   bool // require a per-command cgroup (the test is skipped without one)
+}
+
+func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
+
+// newRigWith is newRig with o. The process manager is a child subreaper,
+// as the server's is.
+func newRigWith(t *testing.T, o rigOptions) *rig {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -58,12 +73,14 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{out: filepath.Join(dir, "output"), proj: project.Root{Ref: "prj_1", Label: "p", Path: projDir}}
+	r := &rig{dir: dir, out: filepath.Join(dir, "output"), proj: project.Root{Ref: "prj_1", Label: "p", Path: projDir}, locks: rootlock.New()}
 	procs, err := process.New(process.Options{SupervisorPath: exe, SupervisorEnv: []string{"GORACE=atexit_sleep_ms=0"},
-		SpoolDir: r.out, Sandbox: process.SandboxOptions{Off: true}, Grace: 200 * time.Millisecond})
+		SpoolDir: r.out, Sandbox: process.SandboxOptions{Off: !o.landlock, ScratchDir: filepath.Join(dir, "scratch")},
+		Grace: 200 * time.Millisecond, DisableCgroup: o.noCgroup, Subreaper: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.procs = procs
 	outputs, err := retention.New(ctx, retention.Options{Store: st, Spool: procs})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +91,7 @@ func newRig(t *testing.T) *rig {
 	if r.root, err = os.OpenRoot(projDir); err != nil {
 		t.Fatal(err)
 	}
-	r.svc = commands.New(commands.Options{Processes: procs, Outputs: outputs, Undo: r.undo, Locks: rootlock.New(),
+	r.svc = commands.New(commands.Options{Processes: procs, Outputs: outputs, Undo: r.undo, Locks: r.locks,
 		Operations: operation.New(st, operation.Options{}), Cursors: cursor.New([]byte("commands-test-key-commands-test-key"), cursor.Options{}),
 		Checkpoints: binding.NewActivity(st, nil), HostEnv: os.Environ()})
 	t.Cleanup(func() {
@@ -86,6 +103,13 @@ func newRig(t *testing.T) *rig {
 		r.undo.Close()
 		st.Close()
 	})
+	if o.landlock && procs.Sandbox().Mode != process.SandboxLandlock {
+		t.Skipf("no Landlock here: %s", procs.Sandbox().Status.Reason)
+	}
+	if o.cgroup && !procs.CgroupEnabled() {
+		_, reason := process.CgroupAvailable()
+		t.Skipf("no delegated cgroup v2: %s", reason)
+	}
 	return r
 }
 

@@ -52,7 +52,7 @@
 //     (PR_SET_PDEATHSIG), the server kills the command's process group and
 //     cgroup, and with Options.Subreaper the server is a child subreaper:
 //     the other descendants re-parent to it and its sweep kills them
-//     (subreaper.go).
+//     (subreaper.go). Done fires only once a sweep found none left.
 //
 // # Output
 //

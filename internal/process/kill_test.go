@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -116,73 +117,125 @@ func TestKillTreeCgroup(t *testing.T) {
 	}
 }
 
+// cgroupModes runs f without and with a per-command cgroup (the latter is
+// skipped where no delegated cgroup v2 is writable).
+func cgroupModes(t *testing.T, f func(t *testing.T, useCgroup bool)) {
+	for _, mode := range []struct {
+		name string
+		on   bool
+	}{{"nocgroup", false}, {"cgroup", true}} {
+		t.Run(mode.name, func(t *testing.T) { f(t, mode.on) })
+	}
+}
+
+// assertCgroupGone checks that a command given a cgroup no longer has it.
+func assertCgroupGone(t *testing.T, p *Process, useCgroup bool) {
+	t.Helper()
+	if !useCgroup {
+		return
+	}
+	if !p.Cgroup() {
+		t.Error("the command did not get a cgroup")
+		return
+	}
+	if _, err := os.Stat(p.cgroupDir); !os.IsNotExist(err) {
+		t.Errorf("cgroup not removed: %v", err)
+	}
+}
+
+// TestKillGroup (revoke): every shape is gone when KillGroup returns,
+// another group's command is untouched. The shapes run concurrently.
 func TestKillGroup(t *testing.T) {
-	for _, s := range killShapes {
-		t.Run(s.name, func(t *testing.T) {
-			m := newTestManager(t, Options{}, false)
-			marker, other := newMarker(), newMarker()
-			p := startShape(t, m, "revoked", s, marker, 0)
-			keep := startShape(t, m, "kept", killShapes[0], other, 0)
-			if n := m.KillGroup("revoked", "revoke"); n != 1 {
-				t.Errorf("KillGroup = %d, want 1", n)
-			}
-			waitDone(t, p, time.Second)
-			assertGone(t, marker)
-			if st := keep.State(); st.Status != StatusRunning {
-				t.Errorf("another group's process was touched: %+v", st)
-			}
-			if err := keep.Kill("close"); err != nil {
-				t.Fatal(err)
-			}
-			assertGone(t, other)
-		})
-	}
+	cgroupModes(t, func(t *testing.T, useCgroup bool) {
+		for _, s := range killShapes {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel()
+				m := newTestManager(t, Options{}, useCgroup)
+				marker, other := newMarker(), newMarker()
+				p := startShape(t, m, "revoked", s, marker, 0)
+				keep := startShape(t, m, "kept", killShapes[0], other, 0)
+				if n := m.KillGroup("revoked", "revoke"); n != 1 {
+					t.Errorf("KillGroup = %d, want 1", n)
+				}
+				waitDone(t, p, 0)
+				assertGone(t, marker)
+				assertCgroupGone(t, p, useCgroup)
+				if st := keep.State(); st.Status != StatusRunning {
+					t.Errorf("another group's process was touched: %+v", st)
+				}
+				if err := keep.Kill("close"); err != nil {
+					t.Fatal(err)
+				}
+				assertGone(t, other)
+			})
+		}
+	})
 }
 
+// TestShutdown: every shape is gone when Shutdown returns. The shapes run
+// concurrently, each under its own Manager.
 func TestShutdown(t *testing.T) {
-	for _, s := range killShapes {
-		t.Run(s.name, func(t *testing.T) {
-			m := newTestManager(t, Options{}, false)
-			marker := newMarker()
-			p := startShape(t, m, "exec1", s, marker, 0)
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if err := m.Shutdown(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitDone(t, p, 0)
-			assertGone(t, marker)
-			if err := m.Shutdown(ctx); err != nil {
-				t.Errorf("second Shutdown: %v", err)
-			}
-			if _, err := m.Start(ctx, "exec1", Spec{Program: "true", Dir: "/"}); err != ErrClosed {
-				t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
-			}
-		})
-	}
+	cgroupModes(t, func(t *testing.T, useCgroup bool) {
+		for _, s := range killShapes {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel()
+				m := newTestManager(t, Options{}, useCgroup)
+				marker := newMarker()
+				p := startShape(t, m, "exec1", s, marker, 0)
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer cancel()
+				if err := m.Shutdown(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitDone(t, p, 0)
+				assertGone(t, marker)
+				assertCgroupGone(t, p, useCgroup)
+				if err := m.Shutdown(ctx); err != nil {
+					t.Errorf("second Shutdown: %v", err)
+				}
+				if _, err := m.Start(ctx, "exec1", Spec{Program: "true", Dir: "/"}); err != ErrClosed {
+					t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
+				}
+			})
+		}
+	})
 }
 
+// TestTimeout: every shape is gone when its timeout fired and Done
+// reported it. All shapes of a mode run at once under one Manager (each
+// in its own group), so the run costs one timeout, not one per shape.
 func TestTimeout(t *testing.T) {
-	for _, s := range killShapes {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			m := newTestManager(t, Options{}, false)
+	cgroupModes(t, func(t *testing.T, useCgroup bool) {
+		m := newTestManager(t, Options{}, useCgroup)
+		type started struct {
+			shape  treeShape
+			p      *Process
+			marker string
+		}
+		var all []started
+		for i, s := range killShapes {
 			marker := newMarker()
-			// The timeout must outlast setting the tree up on a loaded
-			// machine (eleven shapes start at once, fork_loop spawns 51).
-			p := startShape(t, m, "exec1", s, marker, 6*time.Second)
-			waitDone(t, p, 15*time.Second)
-			assertGone(t, marker)
-			st := p.State()
-			want := StatusTimedOut
-			if s.mainExits {
-				want = StatusExited
-			}
-			if st.Status != want || st.KillReason != ReasonTimeout {
-				t.Errorf("state = %+v, want status %s, reason timeout", st, want)
-			}
-		})
-	}
+			// The timeout must outlast setting the shape up on a loaded
+			// machine (fork_loop spawns 51 processes).
+			p := startShape(t, m, "exec"+strconv.Itoa(i), s, marker, 4*time.Second)
+			all = append(all, started{s, p, marker})
+		}
+		for _, x := range all {
+			t.Run(x.shape.name, func(t *testing.T) {
+				waitDone(t, x.p, 15*time.Second)
+				assertGone(t, x.marker)
+				assertCgroupGone(t, x.p, useCgroup)
+				st := x.p.State()
+				want := StatusTimedOut
+				if x.shape.mainExits {
+					want = StatusExited
+				}
+				if st.Status != want || st.KillReason != ReasonTimeout {
+					t.Errorf("state = %+v, want status %s, reason timeout", st, want)
+				}
+			})
+		}
+	})
 }
 
 // interruptShapes terminate on SIGINT. (Background jobs of a

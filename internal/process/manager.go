@@ -134,9 +134,12 @@ type Manager struct {
 	budget  spoolBudget
 	cgroup  string // parent cgroup directory; "" when cgroups are off
 	sandbox SandboxState
-	// ownSID and sweepNow serve the subreaper; sweepNow is nil without it.
-	ownSID   int
-	sweepNow chan struct{}
+	// ownSID, sweepNow and sweepWaiters serve the subreaper; sweepNow is
+	// nil without it. sweepMu guards sweepWaiters.
+	ownSID       int
+	sweepNow     chan struct{}
+	sweepMu      sync.Mutex
+	sweepWaiters []chan struct{}
 
 	starting sync.WaitGroup
 

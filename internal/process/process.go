@@ -521,13 +521,8 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 		if p.pid > 0 {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}
-		// Descendants that left the group re-parent to the server when it
-		// is a subreaper; the sweep kills them.
-		p.m.triggerSweep()
-		if p.cgroupDir != "" {
-			_ = cgroupRemove(p.cgroupDir, 2*time.Second)
-		}
 		p.recordExit(nil, 0, ReasonSupervisorLost)
+		p.awaitLostTree()
 	}
 	if orphans > 0 {
 		p.m.metrics.OrphansKilled(orphans)
@@ -557,6 +552,51 @@ func (p *Process) finish(doneSeen, reusable bool, orphans int) {
 	// returned may start the next command at once.
 	p.m.release(p)
 	close(p.done)
+}
+
+// lostTreeBound is how long finish waits for a lost supervisor's tree
+// before it logs that processes cannot be killed (and keeps waiting).
+const lostTreeBound = 10 * time.Second
+
+// awaitLostTree returns once no process of a lost supervisor's tree
+// remains: its cgroup is removed (cgroup.kill), and, with the subreaper,
+// a sweep found no orphan left (descendants that left the process group
+// re-parent to the server, which kills them; the supervisor is reaped by
+// now, so they have re-parented). The output pipe says nothing here:
+// a daemon may have let go of it. A process that cannot be killed (stuck
+// in the kernel) keeps the Process live, its slot and the Project lease
+// held; that is logged once past lostTreeBound. Without a cgroup and a
+// subreaper, orphans re-parent to PID 1 and cannot be found.
+func (p *Process) awaitLostTree() {
+	deadline := time.Now().Add(lostTreeBound)
+	warned := false
+	stuck := func(what string) {
+		if !warned && time.Now().After(deadline) {
+			warned = true
+			p.log.Error("processes of a lost supervisor's tree cannot be killed; the command stays live and its Project busy",
+				"waiting_for", what)
+		}
+	}
+	for p.cgroupDir != "" && cgroupRemove(p.cgroupDir, time.Second) != nil {
+		stuck("cgroup")
+	}
+	gone := p.m.orphansGone()
+	if gone == nil {
+		if p.cgroupDir == "" {
+			p.log.Warn("no cgroup and no subreaper: descendants that left the command's process group may survive")
+		}
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-gone:
+			return
+		case <-t.C:
+			stuck("orphans")
+		}
+	}
 }
 
 // pendingBytes returns how many bytes wait unread in a pipe or pty.

@@ -18,7 +18,10 @@ import (
 // (supervisors, git run by review) keep the server's session, so their
 // exit statuses stay with os/exec. An orphan is killed with SIGKILL and
 // reaped; it must be seen in two consecutive sweeps, so that a process
-// in the middle of being started is never mistaken for one.
+// in the middle of being started is never mistaken for one. A sweep
+// that finds no orphan left (none killed, no candidate) is clean;
+// orphansGone waits for one, so that a lost supervisor's Process is Done
+// (and its Project lease released) only once its orphans are gone.
 
 // orphanSweep is how often the subreaper looks for orphans.
 const orphanSweep = 500 * time.Millisecond
@@ -49,14 +52,49 @@ func (m *Manager) sweepLoop() {
 			// Re-parenting follows the supervisor's death by a moment.
 			time.Sleep(20 * time.Millisecond)
 		}
-		seen = m.sweepOrphans(seen)
+		// Only a sweep that starts after a waiter arrived may answer it.
+		m.sweepMu.Lock()
+		waiting := m.sweepWaiters
+		m.sweepWaiters = nil
+		m.sweepMu.Unlock()
+		var clean bool
+		seen, clean = m.sweepOrphans(seen)
+		if clean {
+			for _, ch := range waiting {
+				close(ch)
+			}
+			continue
+		}
+		if len(waiting) > 0 {
+			m.sweepMu.Lock()
+			m.sweepWaiters = append(m.sweepWaiters, waiting...)
+			m.sweepMu.Unlock()
+			m.triggerSweep()
+		}
 	}
+}
+
+// orphansGone returns a channel closed by the first clean sweep that
+// starts after the call: no process re-parented to the server from a
+// command's tree remains. Call it once the lost supervisor is reaped (its
+// children have re-parented by then). It returns nil when the server is
+// not a subreaper: orphans then re-parent to PID 1 and cannot be found.
+func (m *Manager) orphansGone() <-chan struct{} {
+	if m.sweepNow == nil {
+		return nil
+	}
+	ch := make(chan struct{})
+	m.sweepMu.Lock()
+	m.sweepWaiters = append(m.sweepWaiters, ch)
+	m.sweepMu.Unlock()
+	m.triggerSweep()
+	return ch
 }
 
 // sweepOrphans kills and reaps the orphans found now that were already
 // candidates at the previous sweep (prev); it returns this sweep's
-// candidates.
-func (m *Manager) sweepOrphans(prev map[int]bool) map[int]bool {
+// candidates, and whether the sweep was clean (it found no live orphan).
+func (m *Manager) sweepOrphans(prev map[int]bool) (map[int]bool, bool) {
 	self := syscall.Getpid()
 	now := map[int]bool{}
 	killed := 0
@@ -89,12 +127,11 @@ func (m *Manager) sweepOrphans(prev map[int]bool) map[int]bool {
 	}
 	if len(now) > 0 {
 		// Candidates are confirmed at the next sweep; do not wait long.
-		select {
-		case m.sweepNow <- struct{}{}:
-		default:
-		}
+		m.triggerSweep()
 	}
-	return now
+	// A killed orphan's children re-parent as it dies: the next sweep
+	// looks for them.
+	return now, len(now) == 0 && killed == 0
 }
 
 // triggerSweep asks for a sweep now (a supervisor was lost).

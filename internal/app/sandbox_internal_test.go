@@ -1,0 +1,58 @@
+package app
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/sandbox"
+)
+
+// TestDoctorSandboxLines: doctor's sandbox lines for every state a
+// server can be in, with their marks (✓ ok, ! warning, ✗ problem).
+func TestDoctorSandboxLines(t *testing.T) {
+	abi := func(n int) sandbox.Status { return sandbox.Status{ABI: n, Reason: fmt.Sprintf("Landlock ABI %d", n)} }
+	none := sandbox.Status{Reason: "the kernel has no Landlock system calls (or a seccomp filter hides them)"}
+	state := func(o process.SandboxOptions, st sandbox.Status) process.SandboxState {
+		o.Probe = func() sandbox.Status { return st }
+		return process.SandboxStateOf(o)
+	}
+	for _, tt := range []struct {
+		name    string
+		st      process.SandboxState
+		execute bool
+		want    []string
+	}{
+		{"landlock", state(process.SandboxOptions{}, abi(7)), true, []string{
+			"✓ commands are confined by Landlock ABI 7 (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets)"}},
+		{"landlock abi 1", state(process.SandboxOptions{}, abi(1)), true, []string{
+			"✓ commands are confined by Landlock ABI 1 (rules: filesystem,ptrace)"}},
+		{"network deny", state(process.SandboxOptions{DenyNetwork: true}, abi(4)), true, []string{
+			"✓ commands are confined by Landlock ABI 4 (rules: filesystem,ptrace,refer,truncate,tcp)",
+			"✓ commands may not bind or connect TCP sockets (UDP is not covered)"}},
+		{"network deny unenforced", state(process.SandboxOptions{DenyNetwork: true}, abi(3)), true, []string{
+			"✓ commands are confined by Landlock ABI 3 (rules: filesystem,ptrace,refer,truncate)",
+			"! DEVSPACE_COMMAND_NETWORK=deny is not enforced: Landlock ABI 3 has no TCP rules (4 or later needed)"}},
+		{"off", state(process.SandboxOptions{Off: true}, abi(7)), true, []string{
+			"! DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI 7 is available)"}},
+		{"off without execute", state(process.SandboxOptions{Off: true}, abi(7)), false, []string{
+			"✓ DEVSPACE_COMMAND_SANDBOX=off, but process:execute is not offered"}},
+		{"unavailable", state(process.SandboxOptions{}, none), true, []string{
+			"✗ no Landlock (the kernel has no Landlock system calls (or a seccomp filter hides them)): process:execute is not offered and commands are refused; enable Landlock in the kernel (and allow its system calls in the seccomp profile) or set DEVSPACE_COMMAND_SANDBOX=off at your own risk"}},
+		{"unavailable without execute", state(process.SandboxOptions{}, none), false, []string{
+			"! no Landlock (the kernel has no Landlock system calls (or a seccomp filter hides them)); commands would be refused if process:execute were offered"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			mark := func(m string) func(string, ...any) {
+				return func(format string, a ...any) { got = append(got, m+" "+fmt.Sprintf(format, a...)) }
+			}
+			doctorSandbox(tt.st, tt.execute, mark("✓"), mark("!"), mark("✗"))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("doctor lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

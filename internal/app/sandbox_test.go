@@ -1,0 +1,95 @@
+package app_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/sandbox"
+)
+
+// sandboxInfo returns the devspace_command_sandbox_info lines the real
+// metrics handler serves.
+func sandboxInfo(t *testing.T, env *apptest.Env) []string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	env.App.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics: %d", rec.Code)
+	}
+	var out []string
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "devspace_command_sandbox_info") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestCommandSandboxMetric: devspace_command_sandbox_info says how
+// commands are confined: mode, Landlock ABI, network policy (and whether
+// the ABI enforces it) and whether signals are scoped (ABI 6).
+func TestCommandSandboxMetric(t *testing.T) {
+	abi := func(n int) func() sandbox.Status {
+		return func() sandbox.Status { return sandbox.Status{ABI: n, Reason: "Landlock ABI " + strconv.Itoa(n)} }
+	}
+	for _, tt := range []struct {
+		name  string
+		probe func() sandbox.Status
+		env   map[string]string
+		want  string
+	}{
+		{"landlock", abi(7), nil, `{abi="7",mode="landlock",network="allow",scoped="true"} 1`},
+		{"unscoped abi", abi(5), nil, `{abi="5",mode="landlock",network="allow",scoped="false"} 1`},
+		{"network deny", abi(6), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="6",mode="landlock",network="deny",scoped="true"} 1`},
+		{"network deny unenforced", abi(3), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="3",mode="landlock",network="deny_unenforced",scoped="false"} 1`},
+		{"off", abi(7), map[string]string{"DEVSPACE_COMMAND_SANDBOX": "off"}, `{abi="7",mode="off",network="allow",scoped="false"} 1`},
+		{"unavailable", func() sandbox.Status { return sandbox.Status{Reason: "forced by the test"} }, nil, `{abi="0",mode="unavailable",network="allow",scoped="false"} 1`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, SandboxProbe: tt.probe, Env: tt.env})
+			if diff := cmp.Diff([]string{"devspace_command_sandbox_info" + tt.want}, sandboxInfo(t, env)); diff != "" {
+				t.Errorf("metric (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("kernel", func(t *testing.T) {
+		st := sandbox.Probe()
+		if !st.Available() {
+			t.Skip("no Landlock on this kernel")
+		}
+		env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+		want := `devspace_command_sandbox_info{abi="` + strconv.Itoa(st.ABI) + `",mode="landlock",network="allow",scoped="` +
+			strconv.FormatBool(st.Features().Scoped) + `"} 1`
+		if diff := cmp.Diff([]string{want}, sandboxInfo(t, env)); diff != "" {
+			t.Errorf("metric (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestDoctorSandbox: doctor, run as the CLI against a real state, reports
+// the kernel's Landlock, and flags DEVSPACE_COMMAND_SANDBOX=off as a risk
+// while process:execute is offered.
+func TestDoctorSandbox(t *testing.T) {
+	st := sandbox.Probe()
+	if !st.Available() {
+		t.Skip("no Landlock on this kernel")
+	}
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	vars := envOf(env)
+	vars["DEVSPACE_OAUTH_SCOPES"] = "project:read project:write process:execute"
+	code, out, _ := run(t, vars, "doctor")
+	if want := "✓ commands are confined by Landlock ABI " + strconv.Itoa(st.ABI) + " (rules: " + st.Features().String() + ")\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("doctor: %d, want %q in\n%s", code, want, out)
+	}
+	vars["DEVSPACE_COMMAND_SANDBOX"] = "off"
+	code, out, _ = run(t, vars, "doctor")
+	if want := "! DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, "confined by Landlock") {
+		t.Errorf("doctor with the sandbox off: %d, want %q in\n%s", code, want, out)
+	}
+}
