@@ -563,7 +563,7 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	ok := func(format string, a ...any) { fmt.Fprintf(out, "✓ "+format+"\n", a...) }
 	bad := func(format string, a ...any) { problems++; fmt.Fprintf(out, "✗ "+format+"\n", a...) }
 	warn := func(format string, a ...any) { fmt.Fprintf(out, "! "+format+"\n", a...) }
-	ok("configuration is valid (%d Project(s))", len(cfg.Projects))
+	ok("configuration is valid (DEVSPACE_PROJECTS names %d Project(s))", len(cfg.Projects))
 	// doctor only looks: it creates, migrates and changes nothing.
 	fi, err := os.Stat(cfg.StateDir)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir() && !stateStarted(cfg.StateDir)) {
@@ -587,11 +587,23 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 		// Ask the running server first: only one that holds this state
 		// derives the same control key.
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
+		served, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
 		cancel()
 		switch {
 		case err == nil:
 			ok("a DevSpace server answers on %s and serves this state", cfg.ControlListen)
+			if len(cfg.Projects) == 0 && len(served) > 0 {
+				// The owner's shell often lacks the server's DEVSPACE_PROJECTS
+				// (make run sets it for the server alone): check the
+				// Projects the server serves, not an empty list.
+				var labels []string
+				for _, p := range served {
+					cfg.Projects = append(cfg.Projects, config.Project{Label: p.Label, Path: p.Path})
+					labels = append(labels, p.Label)
+				}
+				ok("the server serves %d Project(s): %s (this shell sets no DEVSPACE_PROJECTS; checked below as the server's)",
+					len(served), strings.Join(labels, ", "))
+			}
 		case control.IsUnavailable(err):
 			ok("no server answers on %s: this state is not being served", cfg.ControlListen)
 		case errors.Is(err, control.ErrKeyRejected):
