@@ -18,7 +18,7 @@ build: ## build the static binary into bin/
 run: build ## run DevSpace locally (state in .data/, a sample Project, loopback listeners)
 	@mkdir -p $(DATA)/sample-project
 	@test -f $(DATA)/sample-project/README.md || printf '# Sample Project\n\nDevSpace created this folder so you can try it. Point DEVSPACE_PROJECTS at your own code.\n' > $(DATA)/sample-project/README.md
-	@test -f $(DATA)/state/auth.json || DEVSPACE_STATE_DIR=$(DATA)/state ./$(BIN) init
+	@state=$${DEVSPACE_STATE_DIR:-$(DATA)/state}; test -f "$$state/auth.json" || DEVSPACE_STATE_DIR="$$state" ./$(BIN) init
 	@echo "Owner commands for this instance (another shell): DEVSPACE_STATE_DIR=$${DEVSPACE_STATE_DIR:-$(DATA)/state} ./$(BIN) grants list"
 	DEVSPACE_STATE_DIR=$${DEVSPACE_STATE_DIR:-$(DATA)/state} \
 	DEVSPACE_PROJECTS=$${DEVSPACE_PROJECTS:-sample=$(DATA)/sample-project} \
