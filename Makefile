@@ -123,10 +123,11 @@ e2e-image:
 
 # The image compose.yaml runs by default (devspace:local), built with no
 # registry: the static binary on the locally debootstrapped Debian base that
-# e2e uses, for the UID/GID in .env when there is one.
+# e2e uses, for the UID/GID in .env (ENV_FILE) when there is one.
 LOCAL_IMAGE ?= devspace:local
-ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' .env 2>/dev/null | tail -n1)
-ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' .env 2>/dev/null | tail -n1)
+ENV_FILE    ?= .env
+ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
+ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
 image-local: ## build devspace:local for compose with no registry (local Debian base; DEVSPACE_UID/GID from .env)
 	@deploy/e2e/ensure-docker
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
