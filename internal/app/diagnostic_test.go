@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,21 +17,66 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/control"
 )
 
 // TestDiagnosticRedacts: the support bundle of a running instance with a
 // grant carries versions, configuration, doctor, counts and audit events,
-// and no password, token, master-key byte, state path or Project path.
+// and no password, password verifier, token, authorization code (redeemed
+// or not), master-key byte (raw, hex or base64, nor the control key
+// derived from it), state path or Project path. The paths are shown to be
+// in what the bundle is built from, so their absence is redaction's work.
 func TestDiagnosticRedacts(t *testing.T) {
-	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}})
-	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read"}})
+	// Paths as an owner's look: t.TempDir()'s long runs of letters and
+	// digits would be removed as credential-like whatever the path
+	// redaction does.
+	dir, err := os.MkdirTemp("", "devspace.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}, Dir: dir})
+	c := env.Register("Test Client", "http://127.0.0.1:9/callback", "client_secret_basic")
+	code, verifier := env.Code(c, apptest.Approval{Scopes: []string{"project:read"}})
+	tok := env.Exchange(c, code, verifier)
+	pending, _ := env.Code(c, apptest.Approval{Scopes: []string{"project:read"}, Projects: []string{"beta"}})
+	// beta holds two repositories: doctor warns about it, naming its path.
+	for _, repo := range []string{"one", "two"} {
+		if err := os.MkdirAll(filepath.Join(env.Roots["beta"], repo, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	vars := envOf(env)
-	vars["HOME"] = filepath.Dir(env.StateDir)
+	// A home directory apart from the instance's: one holding the state
+	// and the Projects would have its "~" redaction hide them whatever
+	// the path redaction does.
+	vars["HOME"] = t.TempDir()
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+
+	inputs, err := app.DiagnosticInputs(context.Background(), nil, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := json.Marshal(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string]struct{ text, path string }{
+		"the configuration holds the alpha path":    {string(cfg), env.Roots["alpha"]},
+		"the unredacted bundle holds the beta path": {string(inputs), env.Roots["beta"]},
+		"the unredacted bundle holds the state dir": {string(inputs), env.StateDir},
+	} {
+		if !strings.Contains(in.text, in.path) {
+			t.Errorf("not so: %s (%s)", name, in.path)
+		}
+	}
+
 	out := filepath.Join(t.TempDir(), "bundle.json")
-	code, stdout, stderr := run(t, vars, "diagnostic", "--output", out)
-	if code != 0 {
-		t.Fatalf("diagnostic: %d\n%s\n%s", code, stdout, stderr)
+	code2, stdout, stderr := run(t, vars, "diagnostic", "--output", out)
+	if code2 != 0 {
+		t.Fatalf("diagnostic: %d\n%s\n%s", code2, stdout, stderr)
 	}
 	raw, err := os.ReadFile(out)
 	if testing.Verbose() {
@@ -46,29 +94,52 @@ func TestDiagnosticRedacts(t *testing.T) {
 			t.Errorf("no %s section:\n%s", section, raw)
 		}
 	}
-	if c, _ := b["counts"].(map[string]any); c["grantsActive"] != float64(1) {
-		t.Errorf("counts = %v, want one active grant", c)
+	// The pending code's grant exists from the consent on.
+	if c, _ := b["counts"].(map[string]any); c["grantsActive"] != float64(2) {
+		t.Errorf("counts = %v, want two active grants", c)
 	}
-	auth, err := os.ReadFile(filepath.Join(env.StateDir, "auth.json"))
+	if !strings.Contains(fmt.Sprint(b["doctor"]), `"<project beta>" (project "beta") is not a Git repository but holds 2`) {
+		t.Errorf("doctor's warning about beta is not in the bundle, redacted:\n%s", raw)
+	}
+
+	secrets := map[string][]byte{
+		"owner password": []byte(apptest.Password), "access token": []byte(tok.AccessToken), "refresh token": []byte(tok.RefreshToken),
+		"redeemed authorization code": []byte(code), "pending authorization code": []byte(pending),
+		"client secret": []byte(c.Secret), "state dir": []byte(env.StateDir),
+		"alpha path": []byte(env.Roots["alpha"]), "beta path": []byte(env.Roots["beta"]),
+	}
+	authJSON, err := os.ReadFile(filepath.Join(env.StateDir, "auth.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a map[string]any
-	json.Unmarshal(auth, &a)
-	secrets := map[string]string{
-		"owner password": apptest.Password, "access token": tok.AccessToken, "refresh token": tok.RefreshToken,
-		"state dir": env.StateDir, "alpha path": env.Roots["alpha"], "beta path": env.Roots["beta"],
+	var a struct {
+		MasterKey string `json:"masterKey"`
+		Password  struct{ Salt, Hash string }
 	}
-	for k, v := range a {
-		if s, ok := v.(string); ok && len(s) >= 16 {
-			secrets["auth.json "+k] = s
+	if err := json.Unmarshal(authJSON, &a); err != nil {
+		t.Fatal(err)
+	}
+	for name, b64 := range map[string]string{"master key": a.MasterKey, "password verifier hash": a.Password.Hash,
+		"password verifier salt": a.Password.Salt} {
+		bin, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(bin) < 16 {
+			t.Fatalf("auth.json %s: %q %v", name, b64, err)
 		}
+		secrets[name+" (base64)"] = []byte(b64)
+		secrets[name+" (raw base64url)"] = []byte(base64.RawURLEncoding.EncodeToString(bin))
+		secrets[name+" (hex)"] = []byte(hex.EncodeToString(bin))
+		secrets[name+" (raw bytes)"] = bin
 	}
+	st, err := authstate.Load(env.StateDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets["control key (hex)"] = []byte(control.EncodeKey(st.Derive(control.KeyPurpose)))
 	for name, s := range secrets {
-		if s == "" {
+		if len(s) == 0 {
 			t.Fatalf("%s is empty: the test proves nothing", name)
 		}
-		if strings.Contains(string(raw), s) {
+		if bytes.Contains(raw, s) || bytes.Contains(bytes.ToLower(raw), bytes.ToLower(s)) {
 			t.Errorf("the bundle holds the %s", name)
 		}
 	}
