@@ -113,7 +113,7 @@ QUIET_BUILD := scripts/quiet-build
 # with debootstrap (no registry is needed), plus docker compose built from
 # the Go module proxy.
 e2e-image:
-	@deploy/e2e/ensure-docker
+	@deploy/e2e/ensure-docker "make e2e"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
@@ -128,8 +128,8 @@ LOCAL_IMAGE ?= devspace:local
 ENV_FILE    ?= .env
 ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
 ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
-image-local: ## build devspace:local for compose with no registry (local Debian base; DEVSPACE_UID/GID from .env)
-	@deploy/e2e/ensure-docker
+image-local: ## build devspace:local for compose with no registry (needs root: debootstrap makes the Debian base once; DEVSPACE_UID/GID from .env)
+	@deploy/e2e/ensure-docker "make image-local"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devspace
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
