@@ -160,6 +160,12 @@ func diagnosticCounts(ctx context.Context, st *store.Store) map[string]any {
 	if n, err := st.CountProcessOutputs(ctx); err == nil {
 		c["processOutputs"] = n
 	}
+	// Commands started and not ended (with no server running, what a
+	// crash left; the metrics snapshot's devspace_processes_running is the
+	// server's own live count).
+	if n, err := st.CountRunningProcessOutputs(ctx); err == nil {
+		c["processesRunning"] = n
+	}
 	if v, err := st.SchemaVersion(ctx); err == nil {
 		c["schemaVersion"] = v
 	}

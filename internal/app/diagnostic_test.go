@@ -9,17 +9,22 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // TestDiagnosticRedacts: the support bundle of a running instance with a
@@ -241,4 +246,63 @@ func interfaceIP(t *testing.T) string {
 		}
 	}
 	return ""
+}
+
+// TestDiagnosticCountsRunningCommands: the bundle counts the commands that
+// run (started through exec_command and not ended), and stops counting
+// one once it ended.
+func TestDiagnosticCountsRunningCommands(t *testing.T) {
+	if !sandbox.Probe().Available() {
+		t.Skip("no Landlock: process:execute is not offered")
+	}
+	scopes := []string{"project:read", "project:write", "process:execute"}
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"},
+		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": strings.Join(scopes, " ")}})
+	_, tok := env.Grant(apptest.Approval{Scopes: scopes})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "diagnostic-test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearerTransport(tok.AccessToken)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args,
+			Meta: map[string]any{"openai/session": "diagnostic"}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		sc, _ := res.StructuredContent.(map[string]any)
+		return sc
+	}
+	running := func() any {
+		c, _ := diagnosticBundleOf(t, envOf(env))["counts"].(map[string]any)
+		return c["processesRunning"]
+	}
+	if n := running(); n != float64(0) {
+		t.Fatalf("processesRunning before any command = %v", n)
+	}
+	call("project_control", map[string]any{"action": "open", "operationId": "o"})
+	if sc := call("exec_command", map[string]any{"operationId": "s", "shell": true, "command": "exec sleep 1000"}); sc["status"] != "running" {
+		t.Fatalf("sleep: %v", sc)
+	}
+	if n := running(); n != float64(1) {
+		t.Fatalf("processesRunning with a sleep running = %v", n)
+	}
+	call("project_control", map[string]any{"action": "interrupt"})
+	for deadline := time.Now().Add(10 * time.Second); running() != float64(0); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("processesRunning after the interrupt = %v", running())
+		}
+	}
+}
+
+// bearerTransport adds the access token to every request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
