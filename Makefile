@@ -18,7 +18,7 @@ build: ## build the static binaries into bin/ (devspace and its command helper d
 run: build ## run DevSpace locally (state in .data/, a sample Project, loopback listeners)
 	@mkdir -p $(DATA)/sample-project
 	@test -f $(DATA)/sample-project/README.md || printf '# Sample Project\n\nDevSpace created this folder so you can try it. Point DEVSPACE_PROJECTS at your own code.\n' > $(DATA)/sample-project/README.md
-	@test -f $(DATA)/state/auth.json || DEVSPACE_STATE_DIR=$(DATA)/state ./$(BIN) init
+	@state=$${DEVSPACE_STATE_DIR:-$(DATA)/state}; test -f "$$state/auth.json" || DEVSPACE_STATE_DIR="$$state" ./$(BIN) init
 	@echo "Owner commands for this instance (another shell): DEVSPACE_STATE_DIR=$${DEVSPACE_STATE_DIR:-$(DATA)/state} ./$(BIN) grants list"
 	DEVSPACE_STATE_DIR=$${DEVSPACE_STATE_DIR:-$(DATA)/state} \
 	DEVSPACE_PROJECTS=$${DEVSPACE_PROJECTS:-sample=$(DATA)/sample-project} \
@@ -113,7 +113,7 @@ QUIET_BUILD := scripts/quiet-build
 # with debootstrap (no registry is needed), plus docker compose built from
 # the Go module proxy.
 e2e-image:
-	@deploy/e2e/ensure-docker
+	@deploy/e2e/ensure-docker "make e2e"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
@@ -122,13 +122,14 @@ e2e-image:
 	cd e2e && $(GO) build -o $(E2E_DIR)/docker-compose github.com/docker/compose/v5/cmd
 
 # The image compose.yaml runs by default (devspace:local), built with no
-# registry: the static binary on the locally debootstrapped Debian base that
-# e2e uses, for the UID/GID in .env when there is one.
+# registry: the static binaries on the locally debootstrapped Debian base that
+# e2e uses, for the UID/GID in .env (ENV_FILE) when there is one.
 LOCAL_IMAGE ?= devspace:local
-ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' .env 2>/dev/null | tail -n1)
-ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' .env 2>/dev/null | tail -n1)
-image-local: ## build devspace:local for compose with no registry (local Debian base; DEVSPACE_UID/GID from .env)
-	@deploy/e2e/ensure-docker
+ENV_FILE    ?= .env
+ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
+ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
+image-local: ## build devspace:local for compose with no registry (needs root: debootstrap makes the Debian base once; DEVSPACE_UID/GID from .env)
+	@deploy/e2e/ensure-docker "make image-local"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,28 +15,45 @@ import (
 	"time"
 )
 
-// stack is a compose project made of the repository's compose files.
+// stack is a compose project made of the repository's compose files, or,
+// with dir set, the compose project an owner has in dir (compose.yaml and
+// .env there, found by docker compose itself).
 type stack struct {
 	t     *testing.T
 	name  string
 	files []string
 	env   []string
+	dir   string
 }
 
 // run runs `docker compose <args>` for the stack and returns its combined
 // output.
 func (s *stack) run(args ...string) (string, error) {
 	s.t.Helper()
-	envFile := filepath.Join(s.t.TempDir(), "empty.env") // never a developer's .env
-	if err := os.WriteFile(envFile, nil, 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	full := []string{"--project-name", s.name, "--project-directory", repoRoot, "--env-file", envFile}
-	for _, f := range s.files {
-		full = append(full, "-f", filepath.Join(repoRoot, f))
+	full := []string{"--project-name", s.name}
+	env := append(os.Environ(), s.env...)
+	if s.dir == "" {
+		envFile := filepath.Join(s.t.TempDir(), "empty.env") // never a developer's .env
+		if err := os.WriteFile(envFile, nil, 0o600); err != nil {
+			s.t.Fatal(err)
+		}
+		full = append(full, "--project-directory", repoRoot, "--env-file", envFile)
+		for _, f := range s.files {
+			full = append(full, "-f", filepath.Join(repoRoot, f))
+		}
+	} else {
+		// The owner's shell sets none of .env's variables (they would win
+		// over the file).
+		env = nil
+		for _, kv := range append(os.Environ(), s.env...) {
+			if !strings.HasPrefix(kv, "DEVSPACE_") && !strings.HasPrefix(kv, "TUNNEL_") && !strings.HasPrefix(kv, "CLOUDFLARED_") &&
+				!strings.HasPrefix(kv, "COMPOSE_") {
+				env = append(env, kv)
+			}
+		}
 	}
 	cmd := exec.Command(composeBin, append(full, args...)...)
-	cmd.Env = append(os.Environ(), s.env...)
+	cmd.Dir, cmd.Env = s.dir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -188,22 +206,57 @@ func TestCompose(t *testing.T) {
 }
 
 // TestComposeOfflineWalk is the README's registry-free compose path as an
-// owner walks it: `make image-local` builds devspace:local on the locally
-// made Debian base, then compose.yaml alone (no tunnel) runs
-// `run --rm devspace init` and `up -d devspace` with that image, and the
-// owner CLI inside answers with the Project.
+// owner walks it: in a directory holding compose.yaml, `cp
+// deploy/compose.env.example .env` and edit it (the Project folder and
+// label, and DEVSPACE_IMAGE uncommented; the example's UID/GID own the
+// folder); `make image-local` builds that
+// image for .env's UID/GID on the locally made Debian base; then compose
+// (reading .env itself, no tunnel) runs `run --rm devspace init` and
+// `up -d devspace`, and the owner CLI inside answers with the Project.
 func TestComposeOfflineWalk(t *testing.T) {
 	const tag = "devspace:e2e-local"
-	mk := exec.Command("make", "--no-print-directory", "-C", repoRoot, "image-local", "LOCAL_IMAGE="+tag)
+	// The example's DEVSPACE_UID/GID (1000) stand for the owner's own IDs
+	// (`id -u`/`id -g`; the test runs as root, which the image refuses):
+	// the Project folder belongs to them.
+	const ownerID = 1000
+	dirs := hostDirs(t, "walk")
+	writeFile(t, filepath.Join(dirs["walk"], "README.md"), "# walk\n", 0o644)
+	for _, p := range []string{dirs["walk"], filepath.Join(dirs["walk"], "README.md")} {
+		if err := os.Chown(p, ownerID, ownerID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner := t.TempDir()
+	compose, err := os.ReadFile(filepath.Join(repoRoot, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(owner, "compose.yaml"), string(compose), 0o644)
+	example, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "compose.env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotenv := editEnvFile(t, string(example), map[string]string{
+		"DEVSPACE_PROJECT_DIR":   dirs["walk"],
+		"DEVSPACE_PROJECT_LABEL": "walk",
+		"#DEVSPACE_IMAGE":        tag,
+	})
+	if !strings.Contains(dotenv, fmt.Sprintf("\nDEVSPACE_UID=%d\nDEVSPACE_GID=%d\n", ownerID, ownerID)) {
+		t.Fatalf("deploy/compose.env.example no longer sets DEVSPACE_UID/GID=%d:\n%s", ownerID, dotenv)
+	}
+	writeFile(t, filepath.Join(owner, ".env"), dotenv, 0o600)
+
+	mk := exec.Command("make", "--no-print-directory", "-C", repoRoot, "image-local", "LOCAL_IMAGE="+tag,
+		"ENV_FILE="+filepath.Join(owner, ".env"))
 	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("make image-local: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", tag).Run() })
-	dirs := hostDirs(t, "walk")
-	writeFile(t, filepath.Join(dirs["walk"], "README.md"), "# walk\n", 0o644)
-	s := &stack{t: t, name: "devspace-walk-" + strings.ToLower(randomString(6)), files: []string{"compose.yaml"},
-		env: []string{"DEVSPACE_IMAGE=" + tag, "DEVSPACE_PROJECT_DIR=" + dirs["walk"], "DEVSPACE_PROJECT_LABEL=walk",
-			"TUNNEL_TOKEN=unused", "DEVSPACE_PUBLIC_BASE_URL=https://devspace.example.com"}}
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Config.User}}", tag).Output(); err != nil ||
+		strings.TrimSpace(string(out)) != fmt.Sprintf("%d:%d", ownerID, ownerID) {
+		t.Fatalf("image-local did not build for .env's UID/GID: %q %v", out, err)
+	}
+	s := &stack{t: t, name: "devspace-walk-" + strings.ToLower(randomString(6)), dir: owner}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := s.run("logs", "--no-color", "--tail", "40")
@@ -219,4 +272,25 @@ func TestComposeOfflineWalk(t *testing.T) {
 		!strings.Contains(out, "from the running server") {
 		t.Errorf("projects list in the container:\n%s", out)
 	}
+}
+
+// editEnvFile returns the env file text with each named line's value
+// replaced; a key "#NAME" uncomments NAME. Every key must be in the file:
+// the test follows the documented example, not a copy of its own.
+func editEnvFile(t *testing.T, text string, set map[string]string) string {
+	t.Helper()
+	lines := strings.Split(text, "\n")
+	for key, value := range set {
+		found := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, key+"=") {
+				lines[i] = strings.TrimPrefix(key, "#") + "=" + value
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("deploy/compose.env.example has no %s= line", key)
+		}
+	}
+	return strings.Join(lines, "\n")
 }

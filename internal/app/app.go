@@ -96,8 +96,12 @@ type App struct {
 	http      *httpserver.Server
 }
 
-// ErrNotInitialized is returned by New when `devspace init` has not run.
-var ErrNotInitialized = errors.New("DevSpace is not initialized: run `devspace init` first")
+// ErrNotInitialized means the configured state directory holds no
+// DevSpace state (no auth.json). New and the owner commands return an
+// error wrapping it that names the directory and says what to do: point
+// DEVSPACE_STATE_DIR at the state a server already uses, or run
+// `devspace init`.
+var ErrNotInitialized = errors.New("no DevSpace state")
 
 // New opens state and keys and builds every component. Nothing listens
 // until Run.
@@ -140,7 +144,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
-		return nil, ErrNotInitialized
+		return nil, notInitialized(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err

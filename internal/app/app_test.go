@@ -135,7 +135,10 @@ func TestInitCommand(t *testing.T) {
 	dir := t.TempDir()
 	proj := filepath.Join(dir, "proj")
 	os.Mkdir(proj, 0o755)
-	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj}
+	// A closed control address: init refuses beside a DevSpace server
+	// that answers on its control address with another state.
+	ctl := freeAddr(t)
+	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj, "DEVSPACE_CONTROL_LISTEN": ctl}
 	code, out, stderr := run(t, vars, "init")
 	if code != 0 || !strings.Contains(out, "Owner password") {
 		t.Fatalf("init: %d %s %s", code, out, stderr)
@@ -161,7 +164,7 @@ func TestInitCommand(t *testing.T) {
 		t.Fatalf("projects list: %d %s", code, out)
 	}
 	code, out, _ = run(t, vars, "doctor")
-	if code != 0 || !strings.Contains(out, "control listener 127.0.0.1:7677 is loopback-only") {
+	if code != 0 || !strings.Contains(out, "control listener "+ctl+" is loopback-only") {
 		t.Fatalf("doctor: %d %s", code, out)
 	}
 }
@@ -180,8 +183,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			}
 		})
 	}
-	code, _, stderr := run(t, map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "empty")}, "serve")
-	if code != 1 || !strings.Contains(stderr, "devspace init") {
+	code, _, stderr := run(t, map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "empty"), "DEVSPACE_CONTROL_LISTEN": freeAddr(t)}, "serve")
+	if code != 1 || !strings.Contains(stderr, "no DevSpace state in "+filepath.Join(dir, "empty")) ||
+		!strings.Contains(stderr, "devspace init") {
 		t.Fatalf("uninitialized serve: %d %s", code, stderr)
 	}
 }

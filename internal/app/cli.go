@@ -182,6 +182,15 @@ func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
 		}
 		password = []byte(strings.TrimRight(string(data), "\r\n"))
 	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, authstate.FileName)); errors.Is(err, os.ErrNotExist) &&
+		control.ServesOtherState(ctx, cfg.ControlListen, nil) {
+		// A server already runs with another state: its owner most likely
+		// meant that one (a missing DEVSPACE_STATE_DIR), and a second state
+		// could not be served on this control address anyway.
+		return fmt.Errorf("a DevSpace server answers on %s with another state; set DEVSPACE_STATE_DIR (or --state-dir) "+
+			"to the directory it serves (`make run` uses .data/state in its checkout) instead of creating a second state in %s. "+
+			"For a separate instance, give it its own DEVSPACE_CONTROL_LISTEN", cfg.ControlListen, cfg.StateDir)
+	}
 	var st *store.Store
 	if *force {
 		// Hold the state before replacing its key: a server still using it
@@ -236,7 +245,7 @@ func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) er
 func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn func(adm adminAPI) error) error {
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
-		return notInitialized(cfg)
+		return notInitialized(ctx, cfg)
 	}
 	if err != nil {
 		return err
@@ -267,6 +276,18 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 	return fn(a)
 }
 
+// stateStarted reports whether dir holds any of DevSpace's state files
+// (auth.json or the database); doctor calls a directory without either
+// not initialized.
+func stateStarted(dir string) bool {
+	for _, name := range []string{authstate.FileName, store.FileName} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
+}
+
 // noteUnlessJSON is where a list command says where its answer comes
 // from: standard error, but nowhere when the output is JSON for a program
 // (which may read both streams together).
@@ -278,10 +299,23 @@ func noteUnlessJSON(stdio IO, asJSON bool) io.Writer {
 }
 
 // notInitialized explains a missing state without sending the owner to
-// create a second one when a server already runs with another.
-func notInitialized(cfg *config.Config) error {
-	return fmt.Errorf("%w: no DevSpace state in %s. If a server already runs with another state (`make run` keeps it in .data/state), "+
-		"point DEVSPACE_STATE_DIR (or --state-dir) at it; otherwise create one with `devspace init`", ErrNotInitialized, cfg.StateDir)
+// create a second one when a server already runs with another: it names
+// the directory and, first, the state-directory choice.
+func notInitialized(ctx context.Context, cfg *config.Config) error {
+	return fmt.Errorf("%w in %s: %s", ErrNotInitialized, cfg.StateDir, stateDirHint(ctx, cfg))
+}
+
+// stateDirHint is what to do about a missing state: the error of the
+// owner commands and serve, and doctor's line, say the same. A DevSpace
+// server answering on the control address serves another state (this one
+// does not exist), so the hint then names that server.
+func stateDirHint(ctx context.Context, cfg *config.Config) string {
+	if control.ServesOtherState(ctx, cfg.ControlListen, nil) {
+		return fmt.Sprintf("a DevSpace server answers on %s with another state; set DEVSPACE_STATE_DIR (or --state-dir) "+
+			"to the directory it serves (`make run` uses .data/state in its checkout)", cfg.ControlListen)
+	}
+	return "if a server runs with another DEVSPACE_STATE_DIR (`make run` uses .data/state in its checkout), set it " +
+		"(or --state-dir); otherwise run `devspace init`"
 }
 
 // adminAPI is what the CLI needs; both the control client and a local App
@@ -529,11 +563,14 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	ok := func(format string, a ...any) { fmt.Fprintf(out, "✓ "+format+"\n", a...) }
 	bad := func(format string, a ...any) { problems++; fmt.Fprintf(out, "✗ "+format+"\n", a...) }
 	warn := func(format string, a ...any) { fmt.Fprintf(out, "! "+format+"\n", a...) }
-	ok("configuration is valid (%d Project(s))", len(cfg.Projects))
+	ok("configuration is valid (DEVSPACE_PROJECTS names %d Project(s))", len(cfg.Projects))
 	// doctor only looks: it creates, migrates and changes nothing.
 	fi, err := os.Stat(cfg.StateDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		bad("no DevSpace state in %s: run `devspace init` there, or set DEVSPACE_STATE_DIR (or --state-dir) to the state you use", cfg.StateDir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir() && !stateStarted(cfg.StateDir)) {
+		// Missing, or a directory made by hand (or by a volume mount)
+		// holding neither auth.json nor a database: one line, with the
+		// same advice as the owner commands, not a ✗ per missing file.
+		bad("%v", notInitialized(ctx, cfg))
 		return fmt.Errorf("%d problem(s) found", problems)
 	}
 	if err != nil {
@@ -550,15 +587,30 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 		// Ask the running server first: only one that holds this state
 		// derives the same control key.
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
+		served, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
 		cancel()
 		switch {
 		case err == nil:
 			ok("a DevSpace server answers on %s and serves this state", cfg.ControlListen)
+			if len(cfg.Projects) == 0 && len(served) > 0 {
+				// The owner's shell often lacks the server's DEVSPACE_PROJECTS
+				// (make run sets it for the server alone): check the
+				// Projects the server serves, not an empty list.
+				var labels []string
+				for _, p := range served {
+					cfg.Projects = append(cfg.Projects, config.Project{Label: p.Label, Path: p.Path})
+					labels = append(labels, p.Label)
+				}
+				ok("the server serves %d Project(s): %s (this shell sets no DEVSPACE_PROJECTS; checked below as the server's)",
+					len(served), strings.Join(labels, ", "))
+			}
 		case control.IsUnavailable(err):
 			ok("no server answers on %s: this state is not being served", cfg.ControlListen)
+		case errors.Is(err, control.ErrKeyRejected):
+			warn("a DevSpace server answers on %s but serves another state, not %s: to manage that server, set DEVSPACE_STATE_DIR "+
+				"(or --state-dir) to the directory it serves (`make run` uses .data/state in its checkout)", cfg.ControlListen, cfg.StateDir)
 		default:
-			warn("something answers on %s but not as a server of this state (another state directory?): %v", cfg.ControlListen, err)
+			warn("something answers on %s but not as a DevSpace server: %v", cfg.ControlListen, err)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"regexp"
 	"runtime"
@@ -44,8 +46,9 @@ type diagnosticBundle struct {
 
 // runDiagnostic writes a redacted support bundle (JSON) to --output or
 // standard output. It only reads: the state is opened read-only, and the
-// metrics come from the running server's metrics listener when it answers
-// on loopback.
+// metrics come from the running server's metrics listener when that is an
+// address of this host or container (a wildcard bind is asked on
+// loopback) and answers.
 func runDiagnostic(ctx context.Context, args []string, env Env, stdio IO) error {
 	output := "-"
 	var rest []string
@@ -157,6 +160,12 @@ func diagnosticCounts(ctx context.Context, st *store.Store) map[string]any {
 	if n, err := st.CountProcessOutputs(ctx); err == nil {
 		c["processOutputs"] = n
 	}
+	// Commands started and not ended (with no server running, what a
+	// crash left; the metrics snapshot's devspace_processes_running is the
+	// server's own live count).
+	if n, err := st.CountRunningProcessOutputs(ctx); err == nil {
+		c["processesRunning"] = n
+	}
 	if v, err := st.SchemaVersion(ctx); err == nil {
 		c["schemaVersion"] = v
 	}
@@ -194,22 +203,27 @@ func redactedConfig(cfg *config.Config) map[string]any {
 }
 
 // scrapeMetrics reads DevSpace's own series from the running server's
-// metrics listener, when it is on loopback and answers.
+// metrics listener, when it is an address of this host (or container) and
+// answers.
 func scrapeMetrics(ctx context.Context, cfg *config.Config) ([]string, error) {
-	if !cfg.MetricsIsLoopback() {
-		return nil, fmt.Errorf("the metrics listener is not on loopback; not scraped")
-	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.MetricsListen+"/metrics", nil)
+	addr, err := localTarget(ctx, cfg.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("%w; not scraped", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no running server answered")
+		return nil, fmt.Errorf("no running server answered on %s", addr)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %s", addr, resp.Status)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, err
@@ -222,6 +236,47 @@ func scrapeMetrics(ctx context.Context, cfg *config.Config) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// localTarget turns a listen address into one to connect to, if it is
+// on this host (or container): a wildcard bind (empty, 0.0.0.0, ::) is
+// reached on loopback; an IP, or a name that resolves to one (compose's
+// devspace-metrics alias), must be loopback or an address of one of this
+// host's interfaces. Anything else is refused: the bundle never makes a
+// request to another machine.
+func localTarget(ctx context.Context, listen string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("listen address %q: %w", listen, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		return net.JoinHostPort("127.0.0.1", port), nil
+	case "::":
+		return net.JoinHostPort("::1", port), nil
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else if ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return "", fmt.Errorf("the metrics host %s does not resolve", host)
+	}
+	local := map[netip.Addr]bool{}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(n.IP); ok {
+					local[ip.Unmap()] = true
+				}
+			}
+		}
+	}
+	for _, ip := range ips {
+		if ip = ip.Unmap(); ip.IsLoopback() || local[ip] {
+			return net.JoinHostPort(ip.String(), port), nil
+		}
+	}
+	return "", fmt.Errorf("the metrics listener %s is not an address of this host", host)
 }
 
 func kernelRelease() string {

@@ -72,13 +72,26 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 func TestDoctorOnlyLooks(t *testing.T) {
 	projDir := t.TempDir()
 	missing := filepath.Join(t.TempDir(), "state")
-	code, out, _ := run(t, map[string]string{"DEVSPACE_STATE_DIR": missing, "DEVSPACE_PROJECTS": "p=" + projDir}, "doctor")
-	if code == 0 || strings.Count(out, "✗") != 1 || !strings.Contains(out, "no DevSpace state in "+missing+": run `devspace init`") ||
+	vars := map[string]string{"DEVSPACE_STATE_DIR": missing, "DEVSPACE_PROJECTS": "p=" + projDir, "DEVSPACE_CONTROL_LISTEN": freeAddr(t)}
+	code, out, _ := run(t, vars, "doctor")
+	if code == 0 || strings.Count(out, "✗") != 1 || !strings.Contains(out, "✗ no DevSpace state in "+missing+": if a server runs with another DEVSPACE_STATE_DIR") ||
 		strings.Contains(out, "database opens") {
 		t.Fatalf("doctor on a missing state: %d\n%s", code, out)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("doctor created the state directory: %v", err)
+	}
+	// A directory that exists but holds nothing (made by hand, or an empty
+	// volume) is the same single line, not one ✗ per missing file.
+	if err := os.Mkdir(missing, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run(t, vars, "doctor")
+	if code == 0 || strings.Count(out, "✗") != 1 || !strings.Contains(out, "✗ no DevSpace state in "+missing+": ") {
+		t.Fatalf("doctor on an empty state directory: %d\n%s", code, out)
+	}
+	if entries, _ := os.ReadDir(missing); len(entries) != 0 {
+		t.Fatalf("doctor wrote into the empty state directory: %v", entries)
 	}
 
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
@@ -139,5 +152,64 @@ func TestProjectsListAsksTheServer(t *testing.T) {
 	code, _, errOut = run(t, vars, "grants", "list")
 	if code == 0 || !strings.Contains(errOut, "no DevSpace state in "+vars["DEVSPACE_STATE_DIR"]) || !strings.Contains(errOut, "DEVSPACE_STATE_DIR") {
 		t.Fatalf("grants list without state: %d\n%s", code, errOut)
+	}
+}
+
+// TestMissingStateNamesTheServersState (issue 19): an owner command run
+// without make run's DEVSPACE_STATE_DIR used to say "run `devspace init`
+// first" before anything else, and init then made a second state. The
+// CLI error, doctor and init now lead with the state-directory choice,
+// name a DevSpace server that answers with another state, and init refuses
+// to create a second state beside it; doctor on another existing state
+// warns that the server there is not this state's.
+func TestMissingStateNamesTheServersState(t *testing.T) {
+	server := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	missing := filepath.Join(t.TempDir(), "state")
+	closed := freeAddr(t)
+
+	// Nothing answers: one message, the state directory first, init last.
+	vars := map[string]string{"DEVSPACE_STATE_DIR": missing, "DEVSPACE_CONTROL_LISTEN": closed}
+	code, _, errOut := run(t, vars, "grants", "list")
+	want := "devspace: no DevSpace state in " + missing + ": if a server runs with another DEVSPACE_STATE_DIR " +
+		"(`make run` uses .data/state in its checkout), set it (or --state-dir); otherwise run `devspace init`\n"
+	if code != 1 || errOut != want {
+		t.Fatalf("grants list, nothing answering: %d\n got %q\nwant %q", code, errOut, want)
+	}
+
+	// A DevSpace server answers with another state: every path says so.
+	vars["DEVSPACE_CONTROL_LISTEN"] = server.ControlAddr
+	hint := "no DevSpace state in " + missing + ": a DevSpace server answers on " + server.ControlAddr + " with another state; " +
+		"set DEVSPACE_STATE_DIR (or --state-dir) to the directory it serves"
+	for _, args := range [][]string{{"grants", "list"}, {"projects", "list"}, {"serve"}} {
+		code, _, errOut := run(t, vars, args...)
+		if code != 1 || !strings.HasPrefix(errOut, "devspace: "+hint) || strings.Count(errOut, "\n") != 1 ||
+			strings.Contains(errOut, "devspace init") {
+			t.Errorf("%v with a server of another state: %d\n%s", args, code, errOut)
+		}
+	}
+	code, out, _ := run(t, vars, "doctor")
+	if code == 0 || strings.Count(out, "✗") != 1 || !strings.Contains(out, "✗ "+hint) {
+		t.Errorf("doctor with a server of another state: %d\n%s", code, out)
+	}
+	code, out, errOut = run(t, vars, "init")
+	if code != 1 || strings.Contains(out, "Owner password") ||
+		!strings.Contains(errOut, "a DevSpace server answers on "+server.ControlAddr+" with another state") ||
+		!strings.Contains(errOut, "instead of creating a second state in "+missing) {
+		t.Errorf("init beside a server of another state: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("refused init left a state directory: %v", err)
+	}
+
+	// Another, existing state: doctor warns that the server is not its.
+	vars["DEVSPACE_CONTROL_LISTEN"] = closed
+	if code, _, errOut := run(t, vars, "init"); code != 0 {
+		t.Fatalf("init with nothing answering: %d %s", code, errOut)
+	}
+	vars["DEVSPACE_CONTROL_LISTEN"] = server.ControlAddr
+	_, out, _ = run(t, vars, "doctor")
+	if !strings.Contains(out, "! a DevSpace server answers on "+server.ControlAddr+" but serves another state, not "+missing) ||
+		strings.Contains(out, "serves this state") {
+		t.Errorf("doctor on another existing state:\n%s", out)
 	}
 }

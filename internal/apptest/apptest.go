@@ -57,6 +57,9 @@ type Options struct {
 	// OnStatement is called after every SQL statement of the instance's
 	// store (app.Options.OnStatement), to count a call path's statements.
 	OnStatement func(sql string)
+	// Dir holds the state directory ("state") and the Projects
+	// ("projects/<label>"); empty means a t.TempDir(). The test owns it.
+	Dir string
 }
 
 // Env is a running instance.
@@ -104,7 +107,10 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.Projects == nil {
 		opts.Projects = []string{"alpha", "beta"}
 	}
-	base := t.TempDir()
+	base := opts.Dir
+	if base == "" {
+		base = t.TempDir()
+	}
 	e := &Env{t: t, opts: opts, StateDir: filepath.Join(base, "state"), Roots: map[string]string{},
 		Clock: testutil.NewClock(time.Now()), Logs: &SyncBuffer{}}
 	var specs []string
@@ -458,8 +464,10 @@ func (e *Env) Grant(a Approval) (Client, TokenResponse) {
 	return c, e.GrantFor(c, a)
 }
 
-// GrantFor runs consent and the code exchange for an existing client.
-func (e *Env) GrantFor(c Client, a Approval) TokenResponse {
+// Code runs consent for an existing client and returns the authorization
+// code it was redirected with and the PKCE verifier that redeems it
+// (Exchange).
+func (e *Env) Code(c Client, a Approval) (code, verifier string) {
 	e.t.Helper()
 	verifier, challenge := PKCE()
 	scope := strings.Join(a.Scopes, " ")
@@ -467,12 +475,25 @@ func (e *Env) GrantFor(c Client, a Approval) TokenResponse {
 	if res.Location == nil || res.Location.Query().Get("code") == "" {
 		e.t.Fatalf("consent did not return a code: %d %s", res.Status, res.Body)
 	}
-	tr := e.Token(c, url.Values{"grant_type": {"authorization_code"}, "code": {res.Location.Query().Get("code")},
+	return res.Location.Query().Get("code"), verifier
+}
+
+// Exchange redeems an authorization code from Code for c's first tokens.
+func (e *Env) Exchange(c Client, code, verifier string) TokenResponse {
+	e.t.Helper()
+	tr := e.Token(c, url.Values{"grant_type": {"authorization_code"}, "code": {code},
 		"redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}})
 	if tr.Status != http.StatusOK {
 		e.t.Fatalf("code exchange: %d %s %s", tr.Status, tr.Error, tr.Description)
 	}
 	return tr
+}
+
+// GrantFor runs consent and the code exchange for an existing client.
+func (e *Env) GrantFor(c Client, a Approval) TokenResponse {
+	e.t.Helper()
+	code, verifier := e.Code(c, a)
+	return e.Exchange(c, code, verifier)
 }
 
 // ErrNoCode is returned when a consent produced no code.

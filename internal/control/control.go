@@ -31,6 +31,11 @@ func EncodeKey(key []byte) string { return hex.EncodeToString(key) }
 // then works on the state directory directly.
 var ErrUnavailable = errors.New("control listener not reachable")
 
+// ErrKeyRejected means a DevSpace control API answered but refused the
+// key: the server there serves another state directory (its auth.json
+// derives another control key).
+var ErrKeyRejected = errors.New("the DevSpace server there serves another state (it refused this state's control key)")
+
 // ProjectInfo describes one configured Project for `projects list`.
 type ProjectInfo struct {
 	Ref        string `json:"projectRef"`
@@ -105,6 +110,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if resp.StatusCode/100 != 2 {
 		var e Error
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			if resp.StatusCode == http.StatusUnauthorized {
+				return ErrKeyRejected
+			}
 			if resp.StatusCode == http.StatusNotFound {
 				return fmt.Errorf("%w: %s", oauth.ErrGrantNotFound, e.Error)
 			}
@@ -151,6 +159,17 @@ func (c *Client) RotatePassword(ctx context.Context, password string) (int, erro
 func (c *Client) Projects(ctx context.Context) ([]ProjectInfo, error) {
 	var out []ProjectInfo
 	return out, c.do(ctx, http.MethodGet, "/v1/projects", nil, &out)
+}
+
+// ServesOtherState reports whether a DevSpace server answers on addr that
+// does not accept key, that is, one serving another state directory. With
+// a nil key it reports whether any DevSpace server answers there. Nothing
+// listening, or something that is not a DevSpace control API, is false.
+func ServesOtherState(ctx context.Context, addr string, key []byte) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := NewClient(addr, key).Projects(ctx)
+	return errors.Is(err, ErrKeyRejected)
 }
 
 // IsUnavailable reports whether err means no server is running.

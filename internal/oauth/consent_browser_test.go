@@ -17,6 +17,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/browsertest"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // TestConsentPageInChromium drives the two-step consent page in real
@@ -180,18 +181,22 @@ const layoutCheck = `(() => {
 // TestConsentPageReadableAtEveryWidth (issue 19): both steps at a phone's
 // 390 px and a desktop's 1,280 px: no horizontal overflow, no word broken
 // mid-way (the client name used to break mid-word), every scope explained
-// in plain words, the grant's lifetime and how to revoke it. With
-// DEVSPACE_SCREENSHOT_DIR set, the screenshots docs/ shows are written
-// there.
+// in plain words — process:execute, the longest wording, included — the
+// grant's lifetime and how to revoke it. With DEVSPACE_SCREENSHOT_DIR set,
+// the screenshots docs/ shows are written there.
 func TestConsentPageReadableAtEveryWidth(t *testing.T) {
-	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}})
+	const scopes = "project:read project:write process:execute"
+	// process:execute is offered only where commands can be confined: say
+	// Landlock is there, whatever this kernel has (no command runs).
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}, Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": scopes},
+		SandboxProbe: func() sandbox.Status { return sandbox.Status{ABI: 4, Reason: "assumed by the test"} }})
 	c := env.Register("ChatGPT Connector for a Development Workspace", "http://127.0.0.1:9/callback", "none")
 	_, challenge := apptest.PKCE()
 	for _, width := range []int64{390, 1280} {
 		b := browsertest.New(t)
 		if err := chromedp.Do(b.Ctx(),
 			chromedp.EmulateViewport(width, 900),
-			chromedp.Navigate(env.AuthURL(c, challenge, "s", "project:read project:write", nil)),
+			chromedp.Navigate(env.AuthURL(c, challenge, "s", scopes, nil)),
 			chromedp.WaitVisible(chromedp.CSS(`input[name="password"]`)),
 		); err != nil {
 			t.Fatal(err)
@@ -217,7 +222,7 @@ func TestConsentPageReadableAtEveryWidth(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"list, open and read the chosen Projects", "change files in the chosen Projects",
-				"unverified", "lasts until you revoke it", "devspace grants revoke GRANT_ID", "30 days"} {
+				"run commands in the chosen Projects", "Each command is confined by the kernel", "unverified", "lasts until you revoke it", "devspace grants revoke GRANT_ID", "30 days"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("%s at %d px does not say %q:\n%s", step, width, want, text)
 				}

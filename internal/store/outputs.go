@@ -91,6 +91,15 @@ func (s *Store) CountProcessOutputs(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// CountRunningProcessOutputs returns the number of commands recorded as
+// started and not ended: those running, while a server serves the state;
+// after a crash, those it left (its next start ends them).
+func (s *Store) CountRunningProcessOutputs(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Where("ended_at IS NULL").Count(&n).Error
+	return n, err
+}
+
 // ProcessOutputTotals returns the number of records and the bytes their
 // files hold.
 func (s *Store) ProcessOutputTotals(ctx context.Context) (n, bytes int64, err error) {
