@@ -323,6 +323,12 @@ func TestSuite(t *testing.T) {
 		ref["exec"] = ms(o.p50())
 		o, b, rr = sideBySide(rounds, n, 10, nil, execTrue, nil, osTrue)
 		rep.add(t, latencyRow("exec_command true via /mcp vs os/exec alone (info)", o, b, rr, "os/exec", 0))
+		// At a model's pace: 100 ms between calls on both sides (outside
+		// the clock), so every command finds its supervisor's launcher
+		// ready, and both sides wake idle processes as a real turn does.
+		pace := func() { time.Sleep(100 * time.Millisecond) }
+		o, b, rr = sideBySide(rounds, iters(20, 5), 2, pace, execTrue, pace, bareTrue)
+		rep.add(t, latencyRow("exec_command true via /mcp, 100 ms apart (info)", o, b, rr, "bare go-sdk + os/exec", 0))
 		rep.add(t, managerRow(t, srv, rounds))
 		rep.add(t, sandboxRow(t, srv, rounds))
 	}

@@ -100,6 +100,20 @@ func testHardening(t *testing.T, in *instance) {
 	if !strings.HasPrefix(procs[0], "1 ") || !strings.Contains(procs[0], "tini -- devspace serve") || server == "" {
 		t.Fatalf("processes:\n%s", strings.Join(procs, "\n"))
 	}
+	// The idle supervisors run the command helper installed beside the
+	// binary, not a re-exec of the whole server.
+	helper := 0
+	for _, p := range procs {
+		if strings.Contains(p, "__supervise") {
+			if !strings.Contains(p, "/usr/local/lib/devspace/devspace-exec __supervise") {
+				t.Errorf("a supervisor does not run the command helper: %s", p)
+			}
+			helper++
+		}
+	}
+	if helper == 0 {
+		t.Errorf("no idle supervisor:\n%s", strings.Join(procs, "\n"))
+	}
 	_, status := in.exec(t, "cat", "/proc/"+server+"/status")
 	for _, want := range []string{"Uid:\t10001\t10001\t10001\t10001", "Gid:\t10001\t10001\t10001\t10001", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1"} {
 		if !strings.Contains(status, want) {
@@ -123,7 +137,7 @@ func testHardening(t *testing.T, in *instance) {
 	  /projects/alpha /projects/beta /data /tmp /home/devspace /dev/shm; do
 	  if (echo x > "$d/.e2e-write") 2>/dev/null; then echo "writable $d"; rm -f "$d/.e2e-write"; fi
 	done
-	for f in /usr/local/bin/devspace /etc/passwd /usr/bin/tini; do
+	for f in /usr/local/bin/devspace /usr/local/lib/devspace/devspace-exec /etc/passwd /usr/bin/tini; do
 	  if (echo x >> "$f") 2>/dev/null; then echo "writable $f"; fi
 	done
 	for c in "chmod u+s /usr/bin/bash" "chown root /tmp" "mount -t tmpfs none /mnt" "su -c true" "ln -s / /etc/x"; do

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -12,11 +13,9 @@ import (
 // while the previous command's handle is still being interrupted and
 // killed: those late requests must never reach the next command.
 func TestSupervisorReuse(t *testing.T) {
-	// One idle supervisor, so that the second command takes the one the
-	// first returned (the pool hands out the one idle longest); a refill
-	// that races the returning one (on a loaded machine) pushes it out of
-	// the pool, and that round proves less.
-	m := newTestManager(t, Options{IdleSupervisors: 1}, false)
+	// Room for two idle supervisors: a refill that races the returning
+	// one (on a loaded machine) does not push it out of the pool.
+	m := newTestManager(t, Options{IdleSupervisors: 2}, false)
 	reused := 0
 	for i := 0; i < 20; i++ {
 		first := startT(t, m, Spec{Program: "true", Dir: "/"})
@@ -36,13 +35,17 @@ func TestSupervisorReuse(t *testing.T) {
 			}
 		}()
 		waitDone(t, first, 5*time.Second)
-		// Let the supervisor come back to the pool (on a loaded machine a
+		// Let the supervisor come back to the pool and put it first in
+		// line, so that the next command takes it (on a loaded machine a
 		// refill may take its place; that round then proves less).
 		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			m.mu.Lock()
-			back := len(m.idle) > 0 && m.idle[len(m.idle)-1] == first.sup
+			i := slices.Index(m.idle, first.sup)
+			if i > 0 {
+				m.idle[0], m.idle[i] = m.idle[i], m.idle[0]
+			}
 			m.mu.Unlock()
-			if back {
+			if i >= 0 {
 				break
 			}
 		}
