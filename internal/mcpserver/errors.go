@@ -276,7 +276,7 @@ func pathDenied(err error) *ToolError {
 	var te *ToolError
 	if reason == project.ReasonRepository {
 		te = toolErr("path_denied",
-			"Repository metadata (.git) is not Project content: no tool reads or writes it; review Git state with show_changes.", "show_changes")
+			"Repository metadata (.git) is not Project content: the file tools neither read nor write it; review Git state with show_changes.", "show_changes")
 	} else {
 		te = toolErr("path_denied", "That path is outside the Project or not allowed ("+reason+"); use a path relative to the Project root.")
 	}
