@@ -105,6 +105,7 @@ type Service struct {
 	log      *slog.Logger
 	queue    *fifo
 	activity *Activity
+	threads  *store.Memo[[2]string, []*store.Thread] // Threads by grant and Actor
 }
 
 // New builds a Service.
@@ -117,7 +118,8 @@ func New(opts Options) *Service {
 	if activity == nil {
 		activity = NewActivity(opts.Store, log)
 	}
-	return &Service{opts: opts, log: log.With("component", "binding"), queue: newFIFO(), activity: activity}
+	return &Service{opts: opts, log: log.With("component", "binding"), queue: newFIFO(), activity: activity,
+		threads: store.NewMemo[[2]string, []*store.Thread](256)}
 }
 
 // Lock serializes open/resume/hydrate/interrupt for one session+Actor in

@@ -64,9 +64,13 @@ func (s *Service) view(t *store.Thread) ThreadView {
 		UpdatedAt: t.UpdatedAt.UTC().Format(time.RFC3339)}
 }
 
-// Threads lists the caller's Threads (this grant, this Actor), newest first.
+// Threads lists the caller's Threads (this grant, this Actor), newest
+// first. list_projects asks on every call (the widget), so the rows are
+// remembered until the next write.
 func (s *Service) Threads(ctx context.Context, c Caller) ([]ThreadView, error) {
-	ts, err := s.opts.Store.Threads(ctx, c.GrantID, c.ActorRef, 50)
+	ts, err := s.threads.Get(s.opts.Store, [2]string{c.GrantID, c.ActorRef}, func() ([]*store.Thread, error) {
+		return s.opts.Store.Threads(ctx, c.GrantID, c.ActorRef, 50)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -38,33 +38,55 @@ func (s *Store) AuthGeneration() uint64 {
 	if s.gen == nil {
 		return 0
 	}
-	return s.gen.Load()
+	return s.gen.auth.Load()
 }
 
-// trackAuthWrites registers the callbacks that advance gen after every
-// statement that may write an auth table: gorm's Create, Update and Delete
-// (whose table it knows), Exec and Raw queries (whose SQL is classified by
+// WriteGeneration is AuthGeneration for every table: a counter that grows
+// after each committed write through this Store, whatever it wrote. A
+// value read before a read that is still current later proves that
+// nothing the read saw has changed since. A read-only Store returns 0.
+func (s *Store) WriteGeneration() uint64 {
+	if s.gen == nil {
+		return 0
+	}
+	return s.gen.any.Load()
+}
+
+// generations are the counters behind AuthGeneration and WriteGeneration.
+type generations struct {
+	auth, any atomic.Uint64
+}
+
+// trackWrites registers the callbacks that advance gen.any after every
+// statement that may write, and gen.auth after every one that may write an
+// auth table: gorm's Create, Update and Delete (whose table it knows),
+// Exec and Raw queries (whose SQL is classified by isRead and
 // touchesAuth). Outside a transaction the statement has committed when the
 // callback runs; inside one the transaction is marked and its Commit
-// advances gen (trackedTx). Writes through Row are refused (errRowWrite).
-// Every statement the Store runs passes through these callbacks, so a new
-// write path cannot be forgotten.
-func trackAuthWrites(db *gorm.DB, gen *atomic.Uint64) error {
-	wrote := func(tx *gorm.DB) {
+// advances the counters (trackedTx). Writes through Row are refused
+// (errRowWrite). Every statement the Store runs passes through these
+// callbacks, so a new write path cannot be forgotten.
+func trackWrites(db *gorm.DB, gen *generations) error {
+	wrote := func(tx *gorm.DB, auth bool) {
 		if t, ok := tx.Statement.ConnPool.(*trackedTx); ok {
-			t.wrote.Store(true)
+			t.wroteAny.Store(true)
+			if auth {
+				t.wroteAuth.Store(true)
+			}
 			return
 		}
-		gen.Add(1)
+		if auth {
+			gen.auth.Add(1)
+		}
+		gen.any.Add(1)
 	}
 	byTable := func(tx *gorm.DB) {
-		if table := tx.Statement.Table; table == "" || authTables[strings.ToLower(table)] {
-			wrote(tx)
-		}
+		table := tx.Statement.Table
+		wrote(tx, table == "" || authTables[strings.ToLower(table)])
 	}
 	bySQL := func(tx *gorm.DB) {
-		if touchesAuth(tx.Statement.SQL.String()) {
-			wrote(tx)
+		if q := tx.Statement.SQL.String(); !isRead(q) {
+			wrote(tx, touchesAuth(q))
 		}
 	}
 	refuseWrite := func(tx *gorm.DB) {
@@ -153,10 +175,10 @@ func after(s, kw string) string {
 }
 
 // trackedPool is the Store's gorm connection pool: the database, with
-// transactions that know whether they wrote an auth table.
+// transactions that know whether they wrote, and whether an auth table.
 type trackedPool struct {
 	*sql.DB
-	gen *atomic.Uint64
+	gen *generations
 }
 
 // BeginTx starts a tracked transaction (gorm.ConnPoolBeginner).
@@ -171,24 +193,27 @@ func (p *trackedPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Co
 // GetDBConn returns the database (gorm.GetDBConnector), for gorm.DB.DB.
 func (p *trackedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 
-// trackedTx is a transaction whose Commit advances the generation when one
-// of its statements may have written an auth table. Advancing after the
-// commit, not at the statement, is what keeps a reader from caching rows
-// read before the commit under the new generation.
+// trackedTx is a transaction whose Commit advances the generations its
+// statements may have changed. Advancing after the commit, not at the
+// statement, is what keeps a reader from caching rows read before the
+// commit under the new generation.
 type trackedTx struct {
 	*sql.Tx
-	db    *sql.DB
-	gen   *atomic.Uint64
-	wrote atomic.Bool
+	db                  *sql.DB
+	gen                 *generations
+	wroteAny, wroteAuth atomic.Bool
 }
 
-// Commit commits and then, if the transaction wrote an auth table,
-// advances the generation (also when the commit failed: the outcome is
-// then unknown).
+// Commit commits and then advances the generations the transaction may
+// have changed (also when the commit failed: the outcome is then
+// unknown).
 func (t *trackedTx) Commit() error {
 	err := t.Tx.Commit()
-	if t.wrote.Load() {
-		t.gen.Add(1)
+	if t.wroteAuth.Load() {
+		t.gen.auth.Add(1)
+	}
+	if t.wroteAny.Load() {
+		t.gen.any.Add(1)
 	}
 	return err
 }

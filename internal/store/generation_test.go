@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestAuthGeneration(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		write   func() error
-		advance bool
+		advance bool // the auth generation; every write advances WriteGeneration
 	}{
 		{"create grant", func() error {
 			return s.CreateGrant(ctx, &Grant{ID: "g3", ClientID: "c1", Scopes: []string{"project:read"}, ProjectIDs: []string{"p"}})
@@ -76,12 +77,16 @@ func TestAuthGeneration(t *testing.T) {
 		{"read grants", func() error { _, err := s.Grants(ctx, true); return err }, false},
 		{"read token", func() error { _, err := s.AccessTokenGrant(ctx, "a1"); return err }, false},
 	} {
-		before := s.AuthGeneration()
+		before, beforeAny := s.AuthGeneration(), s.WriteGeneration()
 		if err := tc.write(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if got := s.AuthGeneration() != before; got != tc.advance {
 			t.Errorf("%s: generation advanced = %v, want %v", tc.name, got, tc.advance)
+		}
+		read := strings.HasPrefix(tc.name, "read ") || strings.Contains(tc.name, "nothing written")
+		if got := s.WriteGeneration() != beforeAny; got == read {
+			t.Errorf("%s: write generation advanced = %v, want %v", tc.name, got, !read)
 		}
 	}
 }
@@ -94,12 +99,15 @@ func TestAuthGenerationAfterCommit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTestStore(t)
 	for _, commit := range []bool{true, false} {
-		before := s.AuthGeneration()
+		before, beforeAny := s.AuthGeneration(), s.WriteGeneration()
 		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Exec(`UPDATE grants SET revoked_at = ?`, time.Now()).Error; err != nil {
 				return err
 			}
-			if s.AuthGeneration() != before {
+			if err := tx.Exec(`UPDATE tasks SET title = title`).Error; err != nil {
+				return err
+			}
+			if s.AuthGeneration() != before || s.WriteGeneration() != beforeAny {
 				t.Error("generation advanced before the commit")
 			}
 			if !commit {
@@ -112,6 +120,9 @@ func TestAuthGenerationAfterCommit(t *testing.T) {
 		}
 		if got := s.AuthGeneration() != before; got != commit {
 			t.Errorf("commit %v: generation advanced = %v", commit, got)
+		}
+		if got := s.WriteGeneration() != beforeAny; got != commit {
+			t.Errorf("commit %v: write generation advanced = %v", commit, got)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -34,8 +33,8 @@ const FileName = "devspace.db"
 type Store struct {
 	db   *gorm.DB
 	now  func() time.Time
-	gen  *atomic.Uint64 // AuthGeneration; nil for a read-only Store
-	lock *os.File       // the state directory's lock; nil for a read-only Store
+	gen  *generations // AuthGeneration, WriteGeneration; nil for a read-only Store
+	lock *os.File     // the state directory's lock; nil for a read-only Store
 }
 
 // Options tune Open. The zero value is the production default.
@@ -104,7 +103,8 @@ func Open(ctx context.Context, stateDir string, opts Options) (_ *Store, err err
 	// memory flat under load (200 sessions opened ~200 connections).
 	sqlDB.SetMaxOpenConns(16)
 	sqlDB.SetMaxIdleConns(16)
-	gen := new(atomic.Uint64)
+	gen := new(generations)
+	gen.any.Store(1) // 0 means read-only (WriteGeneration)
 	db, err := gorm.Open(&sqlite.Dialector{DSN: dsn, Conn: &trackedPool{DB: sqlDB, gen: gen}}, &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
@@ -116,7 +116,7 @@ func Open(ctx context.Context, stateDir string, opts Options) (_ *Store, err err
 	if err := sqlDB.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	if err := trackAuthWrites(db, gen); err != nil {
+	if err := trackWrites(db, gen); err != nil {
 		return nil, err
 	}
 	if opts.OnStatement != nil {

@@ -74,11 +74,12 @@ type Service struct {
 	ops *operation.Service
 	// Secret reports a credential-looking value ("" when none).
 	secret func(string) string
+	counts *store.Memo[string, map[string]int] // Counts by its refs
 }
 
 // New builds a Service. secret may be nil.
 func New(st *store.Store, ops *operation.Service, secret func(string) string) *Service {
-	return &Service{st: st, ops: ops, secret: secret}
+	return &Service{st: st, ops: ops, secret: secret, counts: store.NewMemo[string, map[string]int](256)}
 }
 
 var limits = store.TaskLimits{MaxResumable: MaxResumable, RetainCompleted: RetainCompleted}
@@ -209,7 +210,11 @@ func (s *Service) List(ctx context.Context, projectRef string) ([]Summary, error
 	return out, nil
 }
 
-// Counts returns resumable Task counts per projectRef.
+// Counts returns resumable Task counts per projectRef (list_projects asks
+// on every call; the answer is remembered until the next write). The map
+// is shared: callers must not modify it.
 func (s *Service) Counts(ctx context.Context, refs []string) (map[string]int, error) {
-	return s.st.CountResumableTasks(ctx, refs)
+	return s.counts.Get(s.st, strings.Join(refs, "\x00"), func() (map[string]int, error) {
+		return s.st.CountResumableTasks(ctx, refs)
+	})
 }
