@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,10 +44,19 @@ func startRequest(t *testing.T, env *apptest.Env, c apptest.Client) string {
 
 // postPassword submits step 1 and returns the status and Retry-After.
 func postPassword(env *apptest.Env, request, password string) (int, string, error) {
+	return postPasswordFrom(env, request, password, "")
+}
+
+// postPasswordFrom is postPassword with clientIP in Cf-Connecting-Ip (none
+// when empty), as cloudflared sends it.
+func postPasswordFrom(env *apptest.Env, request, password, clientIP string) (int, string, error) {
 	form := url.Values{"request": {request}, "password": {password}}
 	req, _ := http.NewRequest(http.MethodPost, env.URL+"/oauth/authorize", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", env.URL)
+	if clientIP != "" {
+		req.Header.Set(oauth.DefaultClientIPHeader, clientIP)
+	}
 	resp, err := apptest.NoRedirect.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -135,6 +145,58 @@ func TestConcurrentPasswordGuessesAcrossRequests(t *testing.T) {
 	wg.Wait()
 	if verified := strings.Count(env.Logs.String(), `"owner_password_failed"`); verified > 4 {
 		t.Errorf("%d wrong passwords verified over %d requests of one client; want at most 4", verified, n)
+	}
+}
+
+// TestWrongPasswordsDoNotLockOutOwner: an attacker's wrong passwords on
+// their own authorization request put only that request, their client and
+// — when a trusted proxy names it — their address in back-off. Behind a
+// tunnel without a trusted proxy the attacker and the Owner share the
+// tunnel's address, and a forged client-address header from a peer that
+// is not a trusted proxy names nobody; neither may hold the Owner's
+// sign-in in back-off.
+func TestWrongPasswordsDoNotLockOutOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		proxies             string // DEVSPACE_TRUSTED_PROXIES; the test's peer is 127.0.0.1
+		attackerIP, ownerIP string // Cf-Connecting-Ip sent, none when empty
+		want                int    // the Owner's answer to the right password
+	}{
+		{name: "no trusted proxy", want: http.StatusOK},
+		{name: "forged header from an untrusted peer", proxies: "10.0.0.0/8",
+			attackerIP: "198.51.100.1", ownerIP: "198.51.100.1", want: http.StatusOK},
+		{name: "trusted proxy names another address", proxies: "127.0.0.1",
+			attackerIP: "203.0.113.7", ownerIP: "198.51.100.1", want: http.StatusOK},
+		// The per-source key still works where the source is known: the
+		// attacker's next client from the same address waits too.
+		{name: "trusted proxy names the attacker's address", proxies: "127.0.0.1",
+			attackerIP: "203.0.113.7", ownerIP: "203.0.113.7", want: http.StatusTooManyRequests},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_TRUSTED_PROXIES": tc.proxies}})
+			attacker := env.Register("attacker", "http://127.0.0.1:9/cb", "none")
+			owner := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+			id := startRequest(t, env, attacker)
+			// The clock stands still, so a back-off, once started, lasts.
+			statuses := make([]int, 5)
+			for i := range statuses {
+				st, _, err := postPasswordFrom(env, id, "wrong password!", tc.attackerIP)
+				if err != nil {
+					t.Fatal(err)
+				}
+				statuses[i] = st
+			}
+			if want := []int{401, 401, 401, 401, 429}; !slices.Equal(statuses, want) {
+				t.Fatalf("attacker's wrong passwords: %v, want %v", statuses, want)
+			}
+			st, retry, err := postPasswordFrom(env, startRequest(t, env, owner), apptest.Password, tc.ownerIP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st != tc.want {
+				t.Errorf("Owner's right password on their own request: %d (Retry-After %q), want %d", st, retry, tc.want)
+			}
+		})
 	}
 }
 

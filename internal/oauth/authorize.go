@@ -229,8 +229,14 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	}
 	// The attempt is reserved (and counted) before Argon2 runs: one
 	// verification in flight per authorization request, per client and per
-	// source, a global bound on verifications, back-off from attempts.
-	keys := []string{"req:" + id, "client:" + req.clientID, "addr:" + s.sourceAddr(r)}
+	// source, a global bound on verifications, back-off from attempts. The
+	// source is a key only when a trusted proxy named it: otherwise it is
+	// the tunnel's address, shared by everyone, and anyone's wrong
+	// passwords would hold the Owner's own sign-in in back-off.
+	keys := []string{"req:" + id, "client:" + req.clientID}
+	if addr, trusted := s.clientAddr(r); trusted {
+		keys = append(keys, "addr:"+addr)
+	}
 	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
 	if !allowed {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
@@ -381,18 +387,14 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	return o == "" || o == s.opts.Issuer
 }
 
-// sourceAddr is the request's source address: the trusted proxy's client
-// address header when the connection comes from a trusted proxy (see
-// Options.TrustedProxies), otherwise the peer address.
-func (s *Server) sourceAddr(r *http.Request) string {
-	addr, _ := s.clientAddr(r)
-	return addr
-}
-
-// clientAddr returns the source address and whether it identifies the
-// client (trusted is false when the peer is a proxy we do not trust, or
-// when no proxy is configured: then every tunnelled request shares the
-// tunnel's address).
+// clientAddr returns the request's source address and whether it
+// identifies the client. It is the one place that decides whether a
+// per-source limit may apply: the address is trusted only when the peer is
+// one of Options.TrustedProxies and sent exactly one parsable
+// Options.ClientIPHeader, which is then the address returned. Otherwise it
+// is the peer address and trusted is false: behind a tunnel without a
+// trusted proxy every request shares the tunnel's address, and a header
+// from any other peer may be forged.
 func (s *Server) clientAddr(r *http.Request) (addr string, trusted bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -93,8 +93,9 @@ type Options struct {
 	Metadata MetadataFetcher  // nil disables client ID metadata documents
 	// TrustedProxies are the peers (such as a cloudflared sidecar) whose
 	// ClientIPHeader names the real client address. Empty means no proxy is
-	// trusted: the peer address is used and per-source registration limits
-	// are off, because behind a tunnel every client shares one address.
+	// trusted: per-source limits (registrations, the password-attempt key
+	// per address) are off, because behind a tunnel every client shares
+	// one address.
 	TrustedProxies []netip.Prefix
 	// ClientIPHeader is the header a trusted proxy sets; empty means
 	// DefaultClientIPHeader.
