@@ -244,8 +244,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 			"Too many password attempts. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
 		return
 	}
-	ok, err := s.opts.Password.VerifyPassword(r.Context(), []byte(r.PostForm.Get("password")))
-	done(err == nil && ok)
+	ok, err := s.verifyReserved(r.Context(), []byte(r.PostForm.Get("password")), done)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
 		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
@@ -261,6 +260,15 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	token := s.newSelectionLocked(req)
 	s.mu.Unlock()
 	s.renderConsent(w, http.StatusOK, token, req, req.scopes, nil, "")
+}
+
+// verifyReserved checks password and reports the outcome to done, the
+// release of the attempt Limiter.Reserve allowed. done runs however the
+// check ends, a panic included (the HTTP server recovers it), so a failing
+// check cannot keep the attempt's keys and verification slot forever.
+func (s *Server) verifyReserved(ctx context.Context, password []byte, done func(success bool)) (ok bool, err error) {
+	defer func() { done(ok && err == nil) }()
+	return s.opts.Password.VerifyPassword(ctx, password)
 }
 
 func (s *Server) newSelectionLocked(req *authRequest) string {
