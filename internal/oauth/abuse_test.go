@@ -120,31 +120,41 @@ func TestConcurrentPasswordGuesses(t *testing.T) {
 }
 
 // TestConcurrentPasswordGuessesAcrossRequests: opening a fresh
-// authorization request per guess does not escape the per-client limit.
+// authorization request per guess, from a fresh address each time, does
+// not escape the per-client limit. The addresses come from a trusted
+// proxy, so no other key links the guesses: half are sent at once, the
+// rest one after another (concurrent guesses alone are bounded by the
+// verifications in flight, whatever the keys).
 func TestConcurrentPasswordGuessesAcrossRequests(t *testing.T) {
-	env := apptest.Start(t, apptest.Options{})
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_TRUSTED_PROXIES": "127.0.0.1"}})
 	c := env.Register("brute", "http://127.0.0.1:9/cb", "client_secret_basic")
 	const n = 30
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = startRequest(t, env, c)
 	}
+	guess := func(i int) {
+		if _, _, err := postPasswordFrom(env, ids[i], "wrong password!", fmt.Sprintf("203.0.113.%d", i+1)); err != nil {
+			t.Error(err)
+		}
+	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for _, id := range ids {
+	for i := range n / 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			if _, _, err := postPassword(env, id, "wrong password!"); err != nil {
-				t.Error(err)
-			}
+			guess(i)
 		}()
 	}
 	close(start)
 	wg.Wait()
+	for i := n / 2; i < n; i++ {
+		guess(i)
+	}
 	if verified := strings.Count(env.Logs.String(), `"owner_password_failed"`); verified > 4 {
-		t.Errorf("%d wrong passwords verified over %d requests of one client; want at most 4", verified, n)
+		t.Errorf("%d wrong passwords verified over %d requests of one client from %d addresses; want at most 4", verified, n, n)
 	}
 }
 
@@ -195,6 +205,70 @@ func TestWrongPasswordsDoNotLockOutOwner(t *testing.T) {
 			}
 			if st != tc.want {
 				t.Errorf("Owner's right password on their own request: %d (Retry-After %q), want %d", st, retry, tc.want)
+			}
+		})
+	}
+}
+
+// TestRegistrationLimitPerTrustedSource: the per-source registration limit
+// counts the address in Cf-Connecting-Ip only when the peer is a trusted
+// proxy; a header from any other peer is ignored (the limit is off then,
+// since the peer may be a tunnel that everyone shares).
+func TestRegistrationLimitPerTrustedSource(t *testing.T) {
+	register := func(env *apptest.Env, header []string) (int, string) {
+		t.Helper()
+		body := `{"client_name":"r","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		req, _ := http.NewRequest(http.MethodPost, env.URL+"/oauth/register", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for _, h := range header {
+			req.Header.Add(oauth.DefaultClientIPHeader, h)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	type step struct {
+		header []string // Cf-Connecting-Ip values sent
+		want   int
+	}
+	one := func(ip string, want int) step { return step{[]string{ip}, want} }
+	for _, tc := range []struct {
+		name    string
+		proxies string // the test's peer is 127.0.0.1
+		steps   []step
+	}{
+		{name: "trusted peer: counted per named address", proxies: "127.0.0.0/8", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 429),
+			one("::ffff:203.0.113.7", 429), // the same address, IPv4-mapped
+			one("198.51.100.1", 201),
+		}},
+		{name: "trusted peer without one address: not counted", proxies: "127.0.0.1", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201),
+			{nil, 201}, {[]string{"203.0.113.7", "198.51.100.1"}, 201}, one("not-an-address", 201),
+			one("203.0.113.7", 429),
+		}},
+		{name: "untrusted peer: header ignored", proxies: "10.0.0.0/8", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201),
+		}},
+		{name: "no trusted proxy: header ignored", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Env: map[string]string{
+				"DEVSPACE_TRUSTED_PROXIES": tc.proxies, "DEVSPACE_OAUTH_REGISTRATIONS_PER_SOURCE": "2"}})
+			for i, s := range tc.steps {
+				st, retry := register(env, s.header)
+				if st != s.want {
+					t.Errorf("registration %d with %s %q: %d, want %d", i+1, oauth.DefaultClientIPHeader, s.header, st, s.want)
+				}
+				if st == http.StatusTooManyRequests && retry == "" {
+					t.Errorf("registration %d: 429 without Retry-After", i+1)
+				}
 			}
 		})
 	}
