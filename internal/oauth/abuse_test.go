@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,6 +208,59 @@ func TestWrongPasswordsDoNotLockOutOwner(t *testing.T) {
 				t.Errorf("Owner's right password on their own request: %d (Retry-After %q), want %d", st, retry, tc.want)
 			}
 		})
+	}
+}
+
+// TestAuthorizeRequestFloodKeepsOwnersRequest: authorization requests cost
+// nothing to open, so a flood of them — more than any bounded store of
+// pending requests would hold — must not expire the Owner's request
+// while they type the password. A request token cannot be altered or
+// outlive its 10 minutes either.
+func TestAuthorizeRequestFloodKeepsOwnersRequest(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	owner := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+	attacker := env.Register("attacker", "http://127.0.0.1:9/evil", "none")
+	id := startRequest(t, env, owner)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, challenge := apptest.PKCE()
+			for range 150 {
+				resp, err := apptest.NoRedirect.Get(env.AuthURL(attacker, challenge, "s", "", nil))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+
+	if st, _, err := postPassword(env, id, apptest.Password); err != nil || st != http.StatusOK {
+		t.Errorf("Owner's request after 600 others: %d (err %v), want 200", st, err)
+	}
+
+	// Sealed: the attacker's redirect URI in the Owner's token is refused.
+	payload, mac, _ := strings.Cut(strings.TrimPrefix(id, "req_"), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		t.Fatalf("request token %q: %v", id, err)
+	}
+	forged := strings.Replace(string(raw), owner.RedirectURI, attacker.RedirectURI, 1)
+	if forged == string(raw) {
+		t.Fatalf("request token payload %s does not hold the redirect URI", raw)
+	}
+	forgedID := "req_" + base64.RawURLEncoding.EncodeToString([]byte(forged)) + "." + mac
+	if st, _, err := postPassword(env, forgedID, apptest.Password); err != nil || st != http.StatusBadRequest {
+		t.Errorf("altered request token: %d (err %v), want 400", st, err)
+	}
+	env.Clock.Advance(10*time.Minute + time.Second)
+	if st, _, err := postPassword(env, id, apptest.Password); err != nil || st != http.StatusBadRequest {
+		t.Errorf("request token after 10 minutes: %d (err %v), want 400", st, err)
 	}
 }
 

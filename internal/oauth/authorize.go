@@ -20,8 +20,6 @@ import (
 )
 
 const (
-	maxPending      = 256
-	pendingTTL      = 10 * time.Minute
 	maxSelections   = 256
 	maxConsentForm  = 64 << 10
 	maxStateLen     = 1024
@@ -36,6 +34,7 @@ var codeChallengeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 
 // authRequest is a validated authorization request awaiting consent.
 type authRequest struct {
+	id            string // random, set when sealed (see sealRequest)
 	clientID      string
 	clientName    string
 	redirectURI   string
@@ -88,12 +87,7 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 		s.authorizeError(w, r, req, oerr)
 		return
 	}
-	id := randomValue("req_")
-	s.mu.Lock()
-	s.prunePendingLocked()
-	s.pending[id] = req
-	s.mu.Unlock()
-	s.renderPassword(w, http.StatusOK, id, req, "")
+	s.renderPassword(w, http.StatusOK, s.sealRequest(req), req, "")
 }
 
 // authorizeError answers a failed authorization request: redirected to
@@ -194,36 +188,14 @@ func (s *Server) lookupClient(ctx context.Context, clientID string) (*store.Clie
 	return c, nil
 }
 
-func (s *Server) prunePendingLocked() {
-	now := s.now()
-	for id, p := range s.pending {
-		if now.Sub(p.created) > pendingTTL {
-			delete(s.pending, id)
-		}
-	}
-	for id, sel := range s.selections {
-		if now.After(sel.expires) {
-			delete(s.selections, id)
-		}
-	}
-	for len(s.pending) >= maxPending {
-		var oldest string
-		for id, p := range s.pending {
-			if oldest == "" || p.created.Before(s.pending[oldest].created) {
-				oldest = id
-			}
-		}
-		delete(s.pending, oldest)
-	}
-}
-
 // passwordStep handles step 1: verify the Owner password with rate limits.
+// The request token stays valid until it expires, also after a correct
+// password: it seals the request rather than naming a stored one (see
+// sealRequest), and using it again needs the password again.
 func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
-	id := r.PostForm.Get("request")
-	s.mu.Lock()
-	req := s.pending[id]
-	s.mu.Unlock()
-	if req == nil || s.now().Sub(req.created) > pendingTTL {
+	token := r.PostForm.Get("request")
+	req := s.openRequest(token)
+	if req == nil {
 		s.renderError(w, oauthErr("invalid_request", "This sign-in request expired. Start again from your client."))
 		return
 	}
@@ -233,14 +205,14 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	// source is a key only when a trusted proxy named it: otherwise it is
 	// the tunnel's address, shared by everyone, and anyone's wrong
 	// passwords would hold the Owner's own sign-in in back-off.
-	keys := []string{"req:" + id, "client:" + req.clientID}
+	keys := []string{"req:" + req.id, "client:" + req.clientID}
 	if addr, trusted := s.clientAddr(r); trusted {
 		keys = append(keys, "addr:"+addr)
 	}
 	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
 	if !allowed {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
-		s.renderPassword(w, http.StatusTooManyRequests, id, req,
+		s.renderPassword(w, http.StatusTooManyRequests, token, req,
 			"Too many password attempts. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
 		return
 	}
@@ -252,14 +224,13 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		s.audit(r.Context(), "owner_password_failed", "", req.clientID, nil)
-		s.renderPassword(w, http.StatusUnauthorized, id, req, "Wrong password.")
+		s.renderPassword(w, http.StatusUnauthorized, token, req, "Wrong password.")
 		return
 	}
 	s.mu.Lock()
-	delete(s.pending, id)
-	token := s.newSelectionLocked(req)
+	selection := s.newSelectionLocked(req)
 	s.mu.Unlock()
-	s.renderConsent(w, http.StatusOK, token, req, req.scopes, nil, "")
+	s.renderConsent(w, http.StatusOK, selection, req, req.scopes, nil, "")
 }
 
 // verifyReserved checks password and reports the outcome to done, the
@@ -272,7 +243,12 @@ func (s *Server) verifyReserved(ctx context.Context, password []byte, done func(
 }
 
 func (s *Server) newSelectionLocked(req *authRequest) string {
-	s.prunePendingLocked()
+	now := s.now()
+	for id, sel := range s.selections {
+		if now.After(sel.expires) {
+			delete(s.selections, id)
+		}
+	}
 	for len(s.selections) >= maxSelections {
 		for id := range s.selections {
 			delete(s.selections, id)

@@ -128,9 +128,10 @@ type Server struct {
 	fromCache     prometheus.Counter
 	fromStore     prometheus.Counter
 
+	requestKey []byte // seals step-1 request tokens (pending.go)
+
 	mu         sync.Mutex
-	pending    map[string]*authRequest // step-1 requests by request ID
-	selections map[string]*selection   // step-2 one-use tokens
+	selections map[string]*selection // step-2 one-use tokens
 }
 
 // New builds a Server from opts, applying defaults.
@@ -182,7 +183,7 @@ func New(opts Options) *Server {
 	// own check is a host-suffix match, so make it accept what we accepted.
 	m.SetValidateURIHandler(func(string, string) error { return nil })
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
-		pending: map[string]*authRequest{}, selections: map[string]*selection{},
+		requestKey: newRequestKey(), selections: map[string]*selection{},
 		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow),
 		verified:      newVerifyCache(verifyCacheSize),
 		fromCache:     opts.Metrics.OAuthVerifications.WithLabelValues("cache"),
