@@ -74,11 +74,12 @@ type Edge struct {
 	// (DEVSPACE_MCP_BODY_GRANT_SHARE). Default: half the budget, at least
 	// DEVSPACE_MAX_REQUEST_BODY; at most the budget.
 	MCPBodyGrantShare int64
-	// MCPSessionIdleTimeout closes an MCP session idle this long
+	// MCPSessionIdleTimeout closes an MCP session that had no POST in
+	// progress for this long; GET streams do not count
 	// (DEVSPACE_MCP_SESSION_IDLE_TIMEOUT). Default: 30m; 1s to 24h.
 	MCPSessionIdleTimeout time.Duration
 	// MCPSessionsPerGrant caps the MCP sessions one grant keeps; opening
-	// another closes its least recently used one
+	// another closes the one whose latest POST began or ended longest ago
 	// (DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT). Default: 32; 1 to 10000.
 	MCPSessionsPerGrant int
 }
@@ -222,13 +223,13 @@ func edgeSettings() []setting {
 		{
 			flag: "mcp-session-idle-timeout", env: envMCPSessionIdle, arg: "DURATION",
 			def:   DefaultMCPSessionIdleTimeout.String(),
-			usage: "An MCP session (Mcp-Session-Id) unused this long is closed; the client starts a new one. 1s to 24h.",
+			usage: "An MCP session (Mcp-Session-Id) with no POST (request or notification) this long is closed; an open GET stream does not keep it. The client starts a new one. 1s to 24h.",
 			parse: dur(func(c *Config) *time.Duration { return &c.Edge.MCPSessionIdleTimeout }),
 		},
 		{
 			flag: "mcp-max-sessions-per-grant", env: envMCPSessionsPerGrant, arg: "N",
 			def:   strconv.Itoa(DefaultMCPSessionsPerGrant),
-			usage: "MCP sessions one grant may keep open; opening another closes its least recently used one. 1 to 10000.",
+			usage: "MCP sessions one grant may keep open; opening another closes the one whose latest POST is oldest. 1 to 10000.",
 			parse: num(func(c *Config) *int { return &c.Edge.MCPSessionsPerGrant }),
 		},
 	}

@@ -62,9 +62,10 @@ type Options struct {
 	// DefaultBodyBudget); BodyGrantShare bounds one grant's part of it
 	// (zero means half the budget). Both are at least MaxBodyBytes.
 	BodyBudget, BodyGrantShare int64
-	// SessionIdleTimeout closes a stateful MCP session idle this long (zero
-	// means DefaultSessionIdleTimeout); SessionsPerGrant caps one grant's
-	// sessions, closing its least recently used first (zero means
+	// SessionIdleTimeout closes a stateful MCP session with no POST in
+	// progress for this long (zero means DefaultSessionIdleTimeout);
+	// SessionsPerGrant caps one grant's sessions, closing first the one
+	// whose latest POST began or ended longest ago (zero means
 	// DefaultSessionsPerGrant).
 	SessionIdleTimeout time.Duration
 	SessionsPerGrant   int

@@ -12,22 +12,28 @@ import (
 // Bounds of stateful MCP sessions (Mcp-Session-Id). Each holds a few KB
 // in the SDK; without bounds a client could open them forever.
 const (
-	// DefaultSessionIdleTimeout closes a session that received no request
-	// for this long (the SDK's SessionTimeout; a request in progress, such
-	// as an open GET stream, pauses it).
+	// DefaultSessionIdleTimeout closes a session that has had no POST in
+	// progress for this long (the SDK's SessionTimeout: go-sdk v1.8 stops
+	// its timer while a POST runs and restarts it when the last one ends;
+	// GET streams do not count, so a session that only listens on an open
+	// GET stream is closed, and its stream with it).
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	// DefaultSessionsPerGrant caps the sessions of one grant: opening one
-	// more closes that grant's least recently used session.
+	// more closes that grant's least recently used session (see
+	// sessionTracker).
 	DefaultSessionsPerGrant = 32
 )
 
 // sessionTracker knows which grant opened which session and when each was
 // last used, so that a grant's least recently used session can be closed
-// when it opens one too many. It forgets a session when it is deleted or
-// has been idle for the idle timeout (the SDK closes it then): a timer
-// sweeps while any session is tracked. Safe for concurrent use; its memory
-// follows the live sessions (its map is rebuilt when it empties, since Go
-// maps do not shrink).
+// when it opens one too many. Use is what the SDK's idle timer counts: a
+// session was last used when its latest POST began or ended (a GET or
+// DELETE is not a use), and it is idle only while no POST is in progress.
+// The tracker forgets a session when it is deleted or has been idle for
+// the idle timeout (the SDK closes it then): a timer sweeps while any
+// session is tracked. Safe for concurrent use; its memory follows the live
+// sessions (its map is rebuilt when it empties, since Go maps do not
+// shrink).
 type sessionTracker struct {
 	idle     time.Duration
 	perGrant int
@@ -41,7 +47,8 @@ type sessionTracker struct {
 
 type trackedSession struct {
 	id, grant string
-	lastUsed  time.Time
+	lastUsed  time.Time // when its latest POST began or ended
+	posts     int       // POSTs in progress: not idle while positive
 	el        *list.Element
 }
 
@@ -50,11 +57,16 @@ func newSessionTracker(idle time.Duration, perGrant int) *sessionTracker {
 		grants: map[string]*list.List{}, byID: map[string]*trackedSession{}}
 }
 
-// touch records a request on session id.
-func (t *sessionTracker) touch(id string) {
+// began records that a POST on session id began; ended, that it ended.
+// Every began must be followed by one ended.
+func (t *sessionTracker) began(id string) { t.used(id, 1) }
+func (t *sessionTracker) ended(id string) { t.used(id, -1) }
+
+func (t *sessionTracker) used(id string, posts int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ts, ok := t.byID[id]; ok {
+		ts.posts += posts
 		ts.lastUsed = t.now()
 		t.grants[ts.grant].MoveToBack(ts.el)
 	}
@@ -96,14 +108,22 @@ func (t *sessionTracker) opened(grant, id string) (evict []string) {
 
 // sweep forgets sessions idle past the timeout (the SDK has closed them)
 // and runs again while any session is tracked. Each grant's list is in
-// order of use, so it stops at the first live session.
+// order of use, so it stops at the first session that is neither busy
+// with a POST nor idle long enough.
 func (t *sessionTracker) sweep() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
 	for _, l := range t.grants {
-		for el := l.Front(); el != nil && now.Sub(el.Value.(*trackedSession).lastUsed) >= t.idle; el = l.Front() {
-			t.removeLocked(el.Value.(*trackedSession).id)
+		for el := l.Front(); el != nil; {
+			ts, next := el.Value.(*trackedSession), el.Next()
+			if ts.posts == 0 {
+				if now.Sub(ts.lastUsed) < t.idle {
+					break
+				}
+				t.removeLocked(ts.id)
+			}
+			el = next
 		}
 	}
 	if len(t.byID) == 0 {
@@ -131,15 +151,18 @@ func (t *sessionTracker) removeLocked(id string) {
 }
 
 // serveStateful runs the stateful handler and keeps the tracker current:
-// a request naming a session touches it (DELETE forgets it), a request that
-// created one registers it under the grant, closing the grant's least
+// a POST naming a session uses it from its start to its end, as the SDK's
+// idle timer counts (a GET does not), a DELETE forgets it, and a request
+// that created one registers it under the grant, closing the grant's least
 // recently used sessions beyond the cap.
 func (s *Server) serveStateful(w http.ResponseWriter, r *http.Request, grant string) {
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		if r.Method == http.MethodDelete {
+		switch r.Method {
+		case http.MethodDelete:
 			defer s.sessions.forget(id)
-		} else {
-			s.sessions.touch(id)
+		case http.MethodPost:
+			s.sessions.began(id)
+			defer s.sessions.ended(id)
 		}
 		s.stateful.ServeHTTP(w, r)
 		return

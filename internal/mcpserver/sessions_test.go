@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,6 +91,60 @@ func TestSessionsCappedPerGrant(t *testing.T) {
 	}
 	if st := pingSession(t, b.AccessToken, env.URL, other); st != http.StatusOK {
 		t.Errorf("another grant's session: ping %d, want 200", st)
+	}
+}
+
+// listen opens the GET event stream of session id and returns once the
+// server has answered with its headers; stop closes the stream.
+func listen(t *testing.T, token, url, id string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := sessionClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		t.Fatalf("GET stream: %s", resp.Status)
+	}
+	return func() { cancel(); resp.Body.Close() }
+}
+
+// TestSessionCapCountsPOSTsNotStreams: the per-grant cap closes the
+// session the SDK's idle timer counts as least recently used — the one
+// whose latest POST is oldest — even when a GET stream was opened on it
+// since: go-sdk v1.8 does not count GET streams as use and closes such a
+// session at its idle timeout anyway, while the other session was used.
+func TestSessionCapCountsPOSTsNotStreams(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "2"}})
+	_, tok := env.Grant(apptest.Approval{})
+	var ids []string
+	for range 2 {
+		id, err := openSession(tok.AccessToken, env.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	stop := listen(t, tok.AccessToken, env.URL, ids[0])
+	defer stop()
+	third, err := openSession(tok.AccessToken, env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, third)
+	want := []int{http.StatusNotFound, http.StatusOK, http.StatusOK}
+	for i, id := range ids {
+		if st := pingSession(t, tok.AccessToken, env.URL, id); st != want[i] {
+			t.Errorf("session %d: ping %d, want %d", i, st, want[i])
+		}
 	}
 }
 

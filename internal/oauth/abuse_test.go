@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,10 +45,19 @@ func startRequest(t *testing.T, env *apptest.Env, c apptest.Client) string {
 
 // postPassword submits step 1 and returns the status and Retry-After.
 func postPassword(env *apptest.Env, request, password string) (int, string, error) {
+	return postPasswordFrom(env, request, password, "")
+}
+
+// postPasswordFrom is postPassword with clientIP in Cf-Connecting-Ip (none
+// when empty), as cloudflared sends it.
+func postPasswordFrom(env *apptest.Env, request, password, clientIP string) (int, string, error) {
 	form := url.Values{"request": {request}, "password": {password}}
 	req, _ := http.NewRequest(http.MethodPost, env.URL+"/oauth/authorize", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", env.URL)
+	if clientIP != "" {
+		req.Header.Set(oauth.DefaultClientIPHeader, clientIP)
+	}
 	resp, err := apptest.NoRedirect.Do(req)
 	if err != nil {
 		return 0, "", err
@@ -110,31 +121,210 @@ func TestConcurrentPasswordGuesses(t *testing.T) {
 }
 
 // TestConcurrentPasswordGuessesAcrossRequests: opening a fresh
-// authorization request per guess does not escape the per-client limit.
+// authorization request per guess, from a fresh address each time, does
+// not escape the per-client limit. The addresses come from a trusted
+// proxy, so no other key links the guesses: half are sent at once, the
+// rest one after another (concurrent guesses alone are bounded by the
+// verifications in flight, whatever the keys).
 func TestConcurrentPasswordGuessesAcrossRequests(t *testing.T) {
-	env := apptest.Start(t, apptest.Options{})
+	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_TRUSTED_PROXIES": "127.0.0.1"}})
 	c := env.Register("brute", "http://127.0.0.1:9/cb", "client_secret_basic")
 	const n = 30
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = startRequest(t, env, c)
 	}
+	guess := func(i int) {
+		if _, _, err := postPasswordFrom(env, ids[i], "wrong password!", fmt.Sprintf("203.0.113.%d", i+1)); err != nil {
+			t.Error(err)
+		}
+	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for _, id := range ids {
+	for i := range n / 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			if _, _, err := postPassword(env, id, "wrong password!"); err != nil {
-				t.Error(err)
-			}
+			guess(i)
 		}()
 	}
 	close(start)
 	wg.Wait()
+	for i := n / 2; i < n; i++ {
+		guess(i)
+	}
 	if verified := strings.Count(env.Logs.String(), `"owner_password_failed"`); verified > 4 {
-		t.Errorf("%d wrong passwords verified over %d requests of one client; want at most 4", verified, n)
+		t.Errorf("%d wrong passwords verified over %d requests of one client from %d addresses; want at most 4", verified, n, n)
+	}
+}
+
+// TestWrongPasswordsDoNotLockOutOwner: an attacker's wrong passwords on
+// their own authorization request put only that request, their client and
+// — when a trusted proxy names it — their address in back-off. Behind a
+// tunnel without a trusted proxy the attacker and the Owner share the
+// tunnel's address, and a forged client-address header from a peer that
+// is not a trusted proxy names nobody; neither may hold the Owner's
+// sign-in in back-off.
+func TestWrongPasswordsDoNotLockOutOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		proxies             string // DEVSPACE_TRUSTED_PROXIES; the test's peer is 127.0.0.1
+		attackerIP, ownerIP string // Cf-Connecting-Ip sent, none when empty
+		want                int    // the Owner's answer to the right password
+	}{
+		{name: "no trusted proxy", want: http.StatusOK},
+		{name: "forged header from an untrusted peer", proxies: "10.0.0.0/8",
+			attackerIP: "198.51.100.1", ownerIP: "198.51.100.1", want: http.StatusOK},
+		{name: "trusted proxy names another address", proxies: "127.0.0.1",
+			attackerIP: "203.0.113.7", ownerIP: "198.51.100.1", want: http.StatusOK},
+		// The per-source key still works where the source is known: the
+		// attacker's next client from the same address waits too.
+		{name: "trusted proxy names the attacker's address", proxies: "127.0.0.1",
+			attackerIP: "203.0.113.7", ownerIP: "203.0.113.7", want: http.StatusTooManyRequests},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_TRUSTED_PROXIES": tc.proxies}})
+			attacker := env.Register("attacker", "http://127.0.0.1:9/cb", "none")
+			owner := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+			id := startRequest(t, env, attacker)
+			// The clock stands still, so a back-off, once started, lasts.
+			statuses := make([]int, 5)
+			for i := range statuses {
+				st, _, err := postPasswordFrom(env, id, "wrong password!", tc.attackerIP)
+				if err != nil {
+					t.Fatal(err)
+				}
+				statuses[i] = st
+			}
+			if want := []int{401, 401, 401, 401, 429}; !slices.Equal(statuses, want) {
+				t.Fatalf("attacker's wrong passwords: %v, want %v", statuses, want)
+			}
+			st, retry, err := postPasswordFrom(env, startRequest(t, env, owner), apptest.Password, tc.ownerIP)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st != tc.want {
+				t.Errorf("Owner's right password on their own request: %d (Retry-After %q), want %d", st, retry, tc.want)
+			}
+		})
+	}
+}
+
+// TestAuthorizeRequestFloodKeepsOwnersRequest: authorization requests cost
+// nothing to open, so a flood of them — more than any bounded store of
+// pending requests would hold — must not expire the Owner's request
+// while they type the password. A request token cannot be altered or
+// outlive its 10 minutes either.
+func TestAuthorizeRequestFloodKeepsOwnersRequest(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	owner := env.Register("ChatGPT", "http://127.0.0.1:9/callback", "client_secret_basic")
+	attacker := env.Register("attacker", "http://127.0.0.1:9/evil", "none")
+	id := startRequest(t, env, owner)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, challenge := apptest.PKCE()
+			for range 150 {
+				resp, err := apptest.NoRedirect.Get(env.AuthURL(attacker, challenge, "s", "", nil))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+
+	if st, _, err := postPassword(env, id, apptest.Password); err != nil || st != http.StatusOK {
+		t.Errorf("Owner's request after 600 others: %d (err %v), want 200", st, err)
+	}
+
+	// Sealed: the attacker's redirect URI in the Owner's token is refused.
+	payload, mac, _ := strings.Cut(strings.TrimPrefix(id, "req_"), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		t.Fatalf("request token %q: %v", id, err)
+	}
+	forged := strings.Replace(string(raw), owner.RedirectURI, attacker.RedirectURI, 1)
+	if forged == string(raw) {
+		t.Fatalf("request token payload %s does not hold the redirect URI", raw)
+	}
+	forgedID := "req_" + base64.RawURLEncoding.EncodeToString([]byte(forged)) + "." + mac
+	if st, _, err := postPassword(env, forgedID, apptest.Password); err != nil || st != http.StatusBadRequest {
+		t.Errorf("altered request token: %d (err %v), want 400", st, err)
+	}
+	env.Clock.Advance(10*time.Minute + time.Second)
+	if st, _, err := postPassword(env, id, apptest.Password); err != nil || st != http.StatusBadRequest {
+		t.Errorf("request token after 10 minutes: %d (err %v), want 400", st, err)
+	}
+}
+
+// TestRegistrationLimitPerTrustedSource: the per-source registration limit
+// counts the address in Cf-Connecting-Ip only when the peer is a trusted
+// proxy; a header from any other peer is ignored (the limit is off then,
+// since the peer may be a tunnel that everyone shares).
+func TestRegistrationLimitPerTrustedSource(t *testing.T) {
+	register := func(env *apptest.Env, header []string) (int, string) {
+		t.Helper()
+		body := `{"client_name":"r","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+		req, _ := http.NewRequest(http.MethodPost, env.URL+"/oauth/register", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for _, h := range header {
+			req.Header.Add(oauth.DefaultClientIPHeader, h)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	type step struct {
+		header []string // Cf-Connecting-Ip values sent
+		want   int
+	}
+	one := func(ip string, want int) step { return step{[]string{ip}, want} }
+	for _, tc := range []struct {
+		name    string
+		proxies string // the test's peer is 127.0.0.1
+		steps   []step
+	}{
+		{name: "trusted peer: counted per named address", proxies: "127.0.0.0/8", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 429),
+			one("::ffff:203.0.113.7", 429), // the same address, IPv4-mapped
+			one("198.51.100.1", 201),
+		}},
+		{name: "trusted peer without one address: not counted", proxies: "127.0.0.1", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201),
+			{nil, 201}, {[]string{"203.0.113.7", "198.51.100.1"}, 201}, one("not-an-address", 201),
+			one("203.0.113.7", 429),
+		}},
+		{name: "untrusted peer: header ignored", proxies: "10.0.0.0/8", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201),
+		}},
+		{name: "no trusted proxy: header ignored", steps: []step{
+			one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201), one("203.0.113.7", 201),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := apptest.Start(t, apptest.Options{Env: map[string]string{
+				"DEVSPACE_TRUSTED_PROXIES": tc.proxies, "DEVSPACE_OAUTH_REGISTRATIONS_PER_SOURCE": "2"}})
+			for i, s := range tc.steps {
+				st, retry := register(env, s.header)
+				if st != s.want {
+					t.Errorf("registration %d with %s %q: %d, want %d", i+1, oauth.DefaultClientIPHeader, s.header, st, s.want)
+				}
+				if st == http.StatusTooManyRequests && retry == "" {
+					t.Errorf("registration %d: 429 without Retry-After", i+1)
+				}
+			}
+		})
 	}
 }
 

@@ -20,8 +20,6 @@ import (
 )
 
 const (
-	maxPending      = 256
-	pendingTTL      = 10 * time.Minute
 	maxSelections   = 256
 	maxConsentForm  = 64 << 10
 	maxStateLen     = 1024
@@ -36,6 +34,7 @@ var codeChallengeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustC
 
 // authRequest is a validated authorization request awaiting consent.
 type authRequest struct {
+	id            string // random, set when sealed (see sealRequest)
 	clientID      string
 	clientName    string
 	redirectURI   string
@@ -88,12 +87,7 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 		s.authorizeError(w, r, req, oerr)
 		return
 	}
-	id := randomValue("req_")
-	s.mu.Lock()
-	s.prunePendingLocked()
-	s.pending[id] = req
-	s.mu.Unlock()
-	s.renderPassword(w, http.StatusOK, id, req, "")
+	s.renderPassword(w, http.StatusOK, s.sealRequest(req), req, "")
 }
 
 // authorizeError answers a failed authorization request: redirected to
@@ -194,52 +188,35 @@ func (s *Server) lookupClient(ctx context.Context, clientID string) (*store.Clie
 	return c, nil
 }
 
-func (s *Server) prunePendingLocked() {
-	now := s.now()
-	for id, p := range s.pending {
-		if now.Sub(p.created) > pendingTTL {
-			delete(s.pending, id)
-		}
-	}
-	for id, sel := range s.selections {
-		if now.After(sel.expires) {
-			delete(s.selections, id)
-		}
-	}
-	for len(s.pending) >= maxPending {
-		var oldest string
-		for id, p := range s.pending {
-			if oldest == "" || p.created.Before(s.pending[oldest].created) {
-				oldest = id
-			}
-		}
-		delete(s.pending, oldest)
-	}
-}
-
 // passwordStep handles step 1: verify the Owner password with rate limits.
+// The request token stays valid until it expires, also after a correct
+// password: it seals the request rather than naming a stored one (see
+// sealRequest), and using it again needs the password again.
 func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
-	id := r.PostForm.Get("request")
-	s.mu.Lock()
-	req := s.pending[id]
-	s.mu.Unlock()
-	if req == nil || s.now().Sub(req.created) > pendingTTL {
+	token := r.PostForm.Get("request")
+	req := s.openRequest(token)
+	if req == nil {
 		s.renderError(w, oauthErr("invalid_request", "This sign-in request expired. Start again from your client."))
 		return
 	}
 	// The attempt is reserved (and counted) before Argon2 runs: one
 	// verification in flight per authorization request, per client and per
-	// source, a global bound on verifications, back-off from attempts.
-	keys := []string{"req:" + id, "client:" + req.clientID, "addr:" + s.sourceAddr(r)}
+	// source, a global bound on verifications, back-off from attempts. The
+	// source is a key only when a trusted proxy named it: otherwise it is
+	// the tunnel's address, shared by everyone, and anyone's wrong
+	// passwords would hold the Owner's own sign-in in back-off.
+	keys := []string{"req:" + req.id, "client:" + req.clientID}
+	if addr, trusted := s.clientAddr(r); trusted {
+		keys = append(keys, "addr:"+addr)
+	}
 	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
 	if !allowed {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
-		s.renderPassword(w, http.StatusTooManyRequests, id, req,
+		s.renderPassword(w, http.StatusTooManyRequests, token, req,
 			"Too many password attempts. Wait "+retryAfterSeconds(wait)+" seconds and try again.")
 		return
 	}
-	ok, err := s.opts.Password.VerifyPassword(r.Context(), []byte(r.PostForm.Get("password")))
-	done(err == nil && ok)
+	ok, err := s.verifyReserved(r.Context(), []byte(r.PostForm.Get("password")), done)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
 		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
@@ -247,18 +224,31 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		s.audit(r.Context(), "owner_password_failed", "", req.clientID, nil)
-		s.renderPassword(w, http.StatusUnauthorized, id, req, "Wrong password.")
+		s.renderPassword(w, http.StatusUnauthorized, token, req, "Wrong password.")
 		return
 	}
 	s.mu.Lock()
-	delete(s.pending, id)
-	token := s.newSelectionLocked(req)
+	selection := s.newSelectionLocked(req)
 	s.mu.Unlock()
-	s.renderConsent(w, http.StatusOK, token, req, req.scopes, nil, "")
+	s.renderConsent(w, http.StatusOK, selection, req, req.scopes, nil, "")
+}
+
+// verifyReserved checks password and reports the outcome to done, the
+// release of the attempt Limiter.Reserve allowed. done runs however the
+// check ends, a panic included (the HTTP server recovers it), so a failing
+// check cannot keep the attempt's keys and verification slot forever.
+func (s *Server) verifyReserved(ctx context.Context, password []byte, done func(success bool)) (ok bool, err error) {
+	defer func() { done(ok && err == nil) }()
+	return s.opts.Password.VerifyPassword(ctx, password)
 }
 
 func (s *Server) newSelectionLocked(req *authRequest) string {
-	s.prunePendingLocked()
+	now := s.now()
+	for id, sel := range s.selections {
+		if now.After(sel.expires) {
+			delete(s.selections, id)
+		}
+	}
 	for len(s.selections) >= maxSelections {
 		for id := range s.selections {
 			delete(s.selections, id)
@@ -381,18 +371,14 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	return o == "" || o == s.opts.Issuer
 }
 
-// sourceAddr is the request's source address: the trusted proxy's client
-// address header when the connection comes from a trusted proxy (see
-// Options.TrustedProxies), otherwise the peer address.
-func (s *Server) sourceAddr(r *http.Request) string {
-	addr, _ := s.clientAddr(r)
-	return addr
-}
-
-// clientAddr returns the source address and whether it identifies the
-// client (trusted is false when the peer is a proxy we do not trust, or
-// when no proxy is configured: then every tunnelled request shares the
-// tunnel's address).
+// clientAddr returns the request's source address and whether it
+// identifies the client. It is the one place that decides whether a
+// per-source limit may apply: the address is trusted only when the peer is
+// one of Options.TrustedProxies and sent exactly one parsable
+// Options.ClientIPHeader, which is then the address returned. Otherwise it
+// is the peer address and trusted is false: behind a tunnel without a
+// trusted proxy every request shares the tunnel's address, and a header
+// from any other peer may be forged.
 func (s *Server) clientAddr(r *http.Request) (addr string, trusted bool) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

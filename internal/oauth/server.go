@@ -93,8 +93,9 @@ type Options struct {
 	Metadata MetadataFetcher  // nil disables client ID metadata documents
 	// TrustedProxies are the peers (such as a cloudflared sidecar) whose
 	// ClientIPHeader names the real client address. Empty means no proxy is
-	// trusted: the peer address is used and per-source registration limits
-	// are off, because behind a tunnel every client shares one address.
+	// trusted: per-source limits (registrations, the password-attempt key
+	// per address) are off, because behind a tunnel every client shares
+	// one address.
 	TrustedProxies []netip.Prefix
 	// ClientIPHeader is the header a trusted proxy sets; empty means
 	// DefaultClientIPHeader.
@@ -127,9 +128,10 @@ type Server struct {
 	fromCache     prometheus.Counter
 	fromStore     prometheus.Counter
 
+	requestKey []byte // seals step-1 request tokens (pending.go)
+
 	mu         sync.Mutex
-	pending    map[string]*authRequest // step-1 requests by request ID
-	selections map[string]*selection   // step-2 one-use tokens
+	selections map[string]*selection // step-2 one-use tokens
 }
 
 // New builds a Server from opts, applying defaults.
@@ -181,7 +183,7 @@ func New(opts Options) *Server {
 	// own check is a host-suffix match, so make it accept what we accepted.
 	m.SetValidateURIHandler(func(string, string) error { return nil })
 	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
-		pending: map[string]*authRequest{}, selections: map[string]*selection{},
+		requestKey: newRequestKey(), selections: map[string]*selection{},
 		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow),
 		verified:      newVerifyCache(verifyCacheSize),
 		fromCache:     opts.Metrics.OAuthVerifications.WithLabelValues("cache"),
