@@ -167,6 +167,11 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 		_ = procs.Shutdown(ctx)
 		return fmt.Errorf("open undo snapshots: %w", err)
 	}
+	go func() {
+		if err := snapshots.Wait(); err != nil {
+			a.log.Error("undo snapshots unavailable: undo_patch and new snapshots fail until the next start", "err", err)
+		}
+	}()
 	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
 	var bg context.Context
 	bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))

@@ -33,6 +33,9 @@ func (s *Store) Record(ctx context.Context, executionID, opID string, res *patch
 	if res == nil || resolve == nil {
 		return errors.New("undo: nil result or resolver")
 	}
+	if err := s.Wait(); err != nil {
+		return err
+	}
 	m := &manifest{Version: manifestVersion, ExecutionID: executionID, OpID: opID, CreatedAt: s.opts.Now().UTC()}
 	contents := map[string][]byte{}
 	m.Files, m.NotUndoable = snapFiles(res, resolve, contents)

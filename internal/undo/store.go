@@ -71,6 +71,11 @@ type Store struct {
 	opts Options
 	root *os.Root
 
+	// loaded is closed when the snapshots on disk are indexed (or could
+	// not be: loadErr); every method waits for it.
+	loaded  chan struct{}
+	loadErr error
+
 	mu        sync.Mutex
 	execs     map[string]*execIndex // by execution ID
 	total     int64
@@ -173,21 +178,37 @@ func NewStore(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("undo: open snapshot directory: %w", err)
 	}
-	s := &Store{opts: opts, root: root, execs: map[string]*execIndex{}}
-	if err := s.load(); err != nil {
-		root.Close()
-		return nil, err
-	}
+	s := &Store{opts: opts, root: root, execs: map[string]*execIndex{}, loaded: make(chan struct{})}
+	// Indexing reads every manifest: after a few hundred large patches it
+	// takes longer than the rest of a server's start, and only the patch
+	// tools need it, so it runs in the background and they wait for it.
+	go func() {
+		defer close(s.loaded)
+		s.loadErr = s.load()
+	}()
 	return s, nil
 }
 
-// Close releases the store's directory handle.
-func (s *Store) Close() error { return s.root.Close() }
+// Wait waits until the snapshots on disk are indexed and returns why they
+// could not be, if so; every method then fails with that error.
+func (s *Store) Wait() error {
+	<-s.loaded
+	return s.loadErr
+}
+
+// Close releases the store's directory handle (once indexing is over).
+func (s *Store) Close() error {
+	<-s.loaded
+	return s.root.Close()
+}
 
 // Get returns the execution's snapshot for opID with its contents. A
 // snapshot whose contents are missing or corrupt on disk comes back as a
 // stub (ReasonIncomplete). Errors: ErrNotFound; a read error.
 func (s *Store) Get(executionID, opID string) (*Snapshot, error) {
+	if err := s.Wait(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex := s.execs[executionID]
@@ -205,6 +226,9 @@ func (s *Store) Get(executionID, opID string) (*Snapshot, error) {
 // its contents (a stub when they are missing or corrupt, as Get).
 // Errors: ErrNotFound when it has none; a read error.
 func (s *Store) Latest(executionID string) (*Snapshot, error) {
+	if err := s.Wait(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex := s.execs[executionID]
@@ -220,6 +244,9 @@ func (s *Store) Latest(executionID string) (*Snapshot, error) {
 // never skipped. Contents are read as by Get. Errors: ErrNotFound when
 // there is none; a read error.
 func (s *Store) Next(executionID string, redo bool) (*Snapshot, error) {
+	if err := s.Wait(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex := s.execs[executionID]
@@ -322,6 +349,9 @@ func (s *Store) readContents(dir string, m *manifest) (map[string][]byte, error)
 // undone (or redone, with undone false). Errors: ErrNotFound; a write
 // failure, leaving the mark unchanged.
 func (s *Store) MarkUndone(executionID, opID string, undone bool) error {
+	if err := s.Wait(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex := s.execs[executionID]
@@ -359,6 +389,9 @@ func (s *Store) MarkUndone(executionID, opID string, undone bool) error {
 // DropExecution removes every snapshot of the execution, for example
 // when it closes. Dropping an unknown execution is not an error.
 func (s *Store) DropExecution(executionID string) error {
+	if err := s.Wait(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir := execDir(executionID)
@@ -375,6 +408,7 @@ func (s *Store) DropExecution(executionID string) error {
 // Bytes returns the bytes the store accounts for, in all and for one
 // execution.
 func (s *Store) Bytes(executionID string) (total, execution int64) {
+	_ = s.Wait() // none indexed: zero
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ex := s.execs[executionID]; ex != nil {

@@ -17,8 +17,18 @@ import (
 )
 
 // storeFiles lists the files of the execution's snapshot directory.
+// waitIndexed waits until the store has indexed (and cleaned up) what it
+// found on disk when it was opened: it does so in the background.
+func (e *env) waitIndexed() {
+	e.t.Helper()
+	if err := e.store.Wait(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) storeFiles() []string {
 	e.t.Helper()
+	e.waitIndexed()
 	ents, err := os.ReadDir(filepath.Join(e.storeDir, execDir(e.exec)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -37,6 +47,7 @@ func (e *env) storeFiles() []string {
 // and that everything in it is private.
 func (e *env) checkDisk(what string) {
 	e.t.Helper()
+	e.waitIndexed()
 	var onDisk int64
 	err := filepath.WalkDir(e.storeDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == e.storeDir { // Dir itself is the caller's
