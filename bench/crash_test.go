@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/glebarez/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -698,6 +699,11 @@ func (c *crashRun) markedProcesses() []int {
 func (c *crashRun) orphans() []string {
 	var out []string
 	server := c.srv.PID()
+	// Supervisors and launchers run the command helper beside the binary
+	// (or the binary itself when there is none).
+	ours := func(exe string) bool {
+		return exe == c.srv.bin || exe == filepath.Join(filepath.Dir(c.srv.bin), process.HelperName)
+	}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -726,9 +732,9 @@ func (c *crashRun) orphans() []string {
 			if !descends(pid, server) {
 				out = append(out, fmt.Sprintf("%d %s", pid, cmd))
 			}
-		case exe == c.srv.bin && strings.Contains(cmd, "__supervise") && ppid != server:
+		case ours(exe) && strings.Contains(cmd, "__supervise") && ppid != server:
 			out = append(out, fmt.Sprintf("%d supervisor (parent %d)", pid, ppid))
-		case exe == c.srv.bin && strings.Contains(cmd, "__launch") && !descends(pid, server):
+		case ours(exe) && strings.Contains(cmd, "__launch") && !descends(pid, server):
 			// A pre-started launcher must die with its supervisor.
 			out = append(out, fmt.Sprintf("%d launcher (parent %d)", pid, ppid))
 		}
