@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -176,19 +177,39 @@ func TestIdleSessionsExpire(t *testing.T) {
 	const n = 10000
 	opening := time.Now()
 	var wg sync.WaitGroup
-	var next, failed atomic.Int64
+	var next, failed, retried, slowest atomic.Int64
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= n {
-				if _, err := openSession(tok.AccessToken, env.URL); err != nil && failed.Add(1) == 1 {
+				// This test is about what idle sessions hold, not about
+				// latency: a race-detector run beside other packages on two
+				// cores has stalled every request in flight past the
+				// client's 20 s once (CI, 2026-12-05), so an open that
+				// times out is tried again, and the slowest is logged.
+				var err error
+				for attempt := range 3 {
+					start := time.Now()
+					_, err = openSession(tok.AccessToken, env.URL)
+					took := int64(time.Since(start))
+					for cur := slowest.Load(); took > cur && !slowest.CompareAndSwap(cur, took); cur = slowest.Load() {
+					}
+					if err == nil || !os.IsTimeout(err) {
+						break
+					}
+					if attempt < 2 {
+						retried.Add(1)
+					}
+				}
+				if err != nil && failed.Add(1) == 1 {
 					t.Error(err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	t.Logf("slowest open %s; %d opens retried after a timeout", time.Duration(slowest.Load()), retried.Load())
 	if failed.Load() > 0 {
 		t.Fatalf("%d sessions failed to open", failed.Load())
 	}
