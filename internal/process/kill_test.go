@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -60,8 +61,39 @@ func startShape(t *testing.T, m *Manager, group string, s treeShape, marker stri
 		if err != nil || st.Status != StatusExited || !st.TreeAlive {
 			t.Fatalf("main process should have exited leaving its tree: %+v, %v", st, err)
 		}
+		waitExeced(t, marker, spec.Command)
 	}
 	return p
+}
+
+// waitExeced polls until no marked process still shows script in its
+// command line. Once the shell that ran script has exited, such a process
+// is one of its forks that has not exec'd yet (waitMarkers recognizes that
+// state only while the parent lives): a background job ignores SIGINT only
+// from there on, so an interrupt sent earlier would kill it and test
+// nothing (seen once in a loaded CI-like run).
+func waitExeced(t testing.TB, marker, script string) {
+	t.Helper()
+	if script == "" {
+		return
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		inFlight := false
+		for _, pid := range markerProcs(marker) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			if strings.Contains(string(b), script) {
+				inFlight = true
+			}
+		}
+		if !inFlight {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a fork of the exited shell never exec'd")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestKillTree(t *testing.T) {
