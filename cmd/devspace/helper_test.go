@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/process"
 )
 
 // TestCommandHelper: with devspace-exec beside it, as make build and the
@@ -49,18 +51,20 @@ func TestCommandHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) && exes == nil {
+		// The helper is looked for and the supervisors start in the
+		// background: wait for both idle supervisors.
+		for time.Now().Before(deadline) && len(exes) < process.DefaultIdleSupervisors {
 			if resp, err := http.Get("http://127.0.0.1:" + port + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					exes = childExes(t, cmd.Process.Pid)
+					exes = supervisorExes(t, cmd.Process.Pid)
 				}
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
-		if exes == nil {
+		if len(exes) < process.DefaultIdleSupervisors {
 			t.Fatalf("no ready server with supervisors:\n%s", logs.String())
 		}
 		return exes, logs.String()
@@ -93,8 +97,9 @@ func TestCommandHelper(t *testing.T) {
 	runs("without a helper", bin, "no devspace-exec beside it")
 }
 
-// childExes returns the executables of pid's children.
-func childExes(t *testing.T, pid int) []string {
+// supervisorExes returns the executables of pid's children that run as
+// supervisors.
+func supervisorExes(t *testing.T, pid int) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -113,6 +118,9 @@ func childExes(t *testing.T, pid int) []string {
 		// The fields after the command name (in parentheses): state, ppid.
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if args, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); !bytes.Contains(args, []byte(process.SupervisorCommand)) {
 			continue
 		}
 		if exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(child), "exe")); err == nil {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -93,21 +92,14 @@ func newProcessManager(ctx context.Context, cfg *config.Config, opts Options, sa
 		if err != nil {
 			return nil, fmt.Errorf("find own executable for command supervisors: %w", err)
 		}
-		// The command helper beside the binary starts far faster than
-		// devspace itself, and every command starts one (its launcher).
-		path, err = process.FindHelper(ctx, exe)
-		switch {
-		case errors.Is(err, process.ErrNoHelper):
-			path = exe
-			log.Info("commands start through devspace itself: no " + process.HelperName + " beside it (slower)")
-		case err != nil:
-			path = exe
-			log.Warn("commands start through devspace itself (slower)", "err", err)
-		}
+		path = exe
 	}
+	// The command helper beside the binary starts far faster than devspace
+	// itself, and every command starts one (its launcher): PreferHelper.
 	// The server is a child subreaper: descendants of a lost supervisor
 	// re-parent to it (not PID 1) and are killed.
-	return process.New(process.Options{SupervisorPath: path, SpoolDir: dir, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
+	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
+		LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
 		Subreaper: true,
 		Logger:    log.With("component", "process"), Metrics: processMetrics{m}})
 }

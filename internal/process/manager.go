@@ -71,6 +71,11 @@ type Options struct {
 	// SupervisorPath is the binary started as each command's supervisor;
 	// default os.Executable().
 	SupervisorPath string
+	// PreferHelper starts the command helper that lies beside
+	// SupervisorPath (HelperName; FindHelper) instead, when it speaks this
+	// build's protocol. It is looked for in the background, before the
+	// first supervisor starts, so that New does not wait for it.
+	PreferHelper bool
 	// SupervisorArgs are its arguments; nil means DefaultSupervisorArgs.
 	SupervisorArgs []string
 	// SupervisorEnv is the supervisors' environment besides GOMAXPROCS=1
@@ -132,8 +137,13 @@ type Manager struct {
 	log     *slog.Logger
 	metrics Metrics
 	budget  spoolBudget
-	cgroup  string // parent cgroup directory; "" when cgroups are off
 	sandbox SandboxState
+	// cgroup is the parent cgroup directory, "" when cgroups are off;
+	// supervisorPath is the binary supervisors run. Both are found once,
+	// in the background from New on (they run a probe and a process), and
+	// wait for that on first use.
+	cgroup         func() string
+	supervisorPath func() string
 	// ownSID, sweepNow and sweepWaiters serve the subreaper; sweepNow is
 	// nil without it. sweepMu guards sweepWaiters.
 	ownSID       int
@@ -152,8 +162,9 @@ type Manager struct {
 	procs     map[string]*Process
 }
 
-// New returns a Manager. It creates SpoolDir and probes cgroup v2
-// delegation (unless disabled).
+// New returns a Manager. It creates SpoolDir; it probes cgroup v2
+// delegation (unless disabled), looks for the command helper (with
+// PreferHelper) and starts the idle supervisors in the background.
 func New(opts Options) (*Manager, error) {
 	if opts.SupervisorPath == "" {
 		exe, err := os.Executable()
@@ -225,20 +236,51 @@ func New(opts Options) (*Manager, error) {
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
-	if !opts.DisableCgroup {
-		dir, reason, err := cgroupParent()
-		if err == nil {
-			m.cgroup = dir
-		}
-		m.log.Info("process isolation", "cgroup", err == nil, "reason", reason)
-	}
+	m.cgroup = sync.OnceValue(m.probeCgroup)
+	m.supervisorPath = sync.OnceValue(m.findSupervisor)
 	if opts.Subreaper {
 		if err := m.becomeSubreaper(); err != nil {
 			m.log.Warn("cannot become a child subreaper; orphans of a lost supervisor re-parent to PID 1", "err", err)
 		}
 	}
+	go m.cgroup()
 	go m.refill()
 	return m, nil
+}
+
+// probeCgroup returns the parent cgroup of the commands' cgroups, "" when
+// they are disabled or unavailable.
+func (m *Manager) probeCgroup() string {
+	if m.opts.DisableCgroup {
+		return ""
+	}
+	dir, reason, err := cgroupParent()
+	m.log.Info("process isolation", "cgroup", err == nil, "reason", reason)
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// findSupervisor returns the binary supervisors run: the command helper
+// beside SupervisorPath when PreferHelper and it can be used, else
+// SupervisorPath.
+func (m *Manager) findSupervisor() string {
+	if !m.opts.PreferHelper {
+		return m.opts.SupervisorPath
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StartTimeout)
+	defer cancel()
+	path, err := FindHelper(ctx, m.opts.SupervisorPath)
+	switch {
+	case errors.Is(err, ErrNoHelper):
+		m.log.Info("commands start through devspace itself: no " + HelperName + " beside it (slower)")
+		return m.opts.SupervisorPath
+	case err != nil:
+		m.log.Warn("commands start through devspace itself (slower)", "err", err)
+		return m.opts.SupervisorPath
+	}
+	return path
 }
 
 // spoolPath is where spool id's output file lives.
@@ -301,7 +343,7 @@ func (m *Manager) RetainedBytes() int64 { return m.budget.usedBytes() }
 func (m *Manager) MaxRetainedBytes() int64 { return m.opts.MaxSpoolBytes }
 
 // CgroupEnabled reports whether commands get their own cgroup v2.
-func (m *Manager) CgroupEnabled() bool { return m.cgroup != "" }
+func (m *Manager) CgroupEnabled() bool { return m.cgroup() != "" }
 
 // Running returns the number of live trees.
 func (m *Manager) Running() int {
@@ -442,8 +484,8 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	}
 
 	var cgroupDir string
-	if m.cgroup != "" {
-		cgroupDir = filepath.Join(m.cgroup, "devspace-"+id)
+	if parent := m.cgroup(); parent != "" {
+		cgroupDir = filepath.Join(parent, "devspace-"+id)
 	}
 	scratch, err := m.scratchDir(group)
 	if err != nil {

@@ -39,7 +39,7 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	stderr := &limitedBuffer{max: 8 << 10}
-	cmd := exec.Command(m.opts.SupervisorPath, m.opts.SupervisorArgs...)
+	cmd := exec.Command(m.supervisorPath(), m.opts.SupervisorArgs...)
 	// The supervisor needs nothing from the server's environment (which
 	// may hold secrets); the command's environment travels in the spec.
 	cmd.Env = append([]string{"GOMAXPROCS=1"}, m.opts.SupervisorEnv...)
