@@ -81,7 +81,7 @@ func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
 			"scoped": strconv.FormatBool(st.Mode == process.SandboxLandlock && st.Status.Features().Scoped)})
 }
 
-func newProcessManager(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
+func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
 	dir := outputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create command output dir: %w", err)
@@ -145,7 +145,7 @@ func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(str
 // then sweeping in the background) and the undo snapshots, which close
 // with the executions too. On error nothing is left running.
 func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions) error {
-	procs, err := newProcessManager(ctx, cfg, opts, sandboxOpts, a.log, a.metrics)
+	procs, err := newProcessManager(cfg, opts, sandboxOpts, a.log, a.metrics)
 	if err != nil {
 		return err
 	}

@@ -269,9 +269,7 @@ func (m *Manager) findSupervisor() string {
 	if !m.opts.PreferHelper {
 		return m.opts.SupervisorPath
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StartTimeout)
-	defer cancel()
-	path, err := FindHelper(ctx, m.opts.SupervisorPath)
+	path, err := FindHelper(context.Background(), m.opts.SupervisorPath) // bounded by FindHelper
 	switch {
 	case errors.Is(err, ErrNoHelper):
 		m.log.Info("commands start through devspace itself: no " + HelperName + " beside it (slower)")
