@@ -1,11 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -58,8 +59,8 @@ type tool struct {
 
 // toolSchemas are a tool's published input and output schemas, as JSON,
 // and the strict scan compiled from the input one. They depend on the
-// tool's types only, so each is built once per process and shared,
-// read-only, by every Server (Prepare builds them ahead). Published as
+// tool's types only, so each is made once per process and shared,
+// read-only, by every Server (Prepare makes them ahead). Published as
 // JSON, a schema is encoded once, not at every tools/list, and the SDK's
 // per-call look at it (Mcp-Param headers, protocol 2026-07-28) decodes
 // bytes instead of re-encoding a jsonschema.Schema.
@@ -68,7 +69,43 @@ type toolSchemas struct {
 	strict  *strictjson.Schema
 }
 
-// builtSchemas holds a *schemaEntry per [In, Out] type pair.
+// schemasJSON is every tool's input and output schema as buildSchemas
+// makes them from the types, generated ahead so that a starting server
+// does not reflect over the types (~26 ms of CPU, on the way to ready).
+// TestGeneratedSchemas fails when it differs from what the types give;
+// go generate (or that test with -update) rewrites it.
+//
+//go:generate go test -run ^TestGeneratedSchemas$ -update .
+//go:embed schemas.json
+var schemasJSON []byte
+
+// generatedSchemas is schemasJSON by tool name, compact.
+var generatedSchemas = sync.OnceValue(func() map[string]generatedSchema {
+	var all map[string]generatedSchema
+	if err := json.Unmarshal(schemasJSON, &all); err != nil {
+		panic(fmt.Sprintf("schemas.json: %v", err))
+	}
+	for name, g := range all {
+		all[name] = generatedSchema{Input: compactJSON(name, g.Input), Output: compactJSON(name, g.Output)}
+	}
+	return all
+})
+
+// generatedSchema is one tool's entry in schemas.json.
+type generatedSchema struct {
+	Input  json.RawMessage `json:"input"`
+	Output json.RawMessage `json:"output"`
+}
+
+func compactJSON(name string, raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		panic(fmt.Sprintf("schemas.json, tool %s: %v", name, err))
+	}
+	return b.Bytes()
+}
+
+// builtSchemas holds a *schemaEntry per tool name.
 var builtSchemas sync.Map
 
 type schemaEntry struct {
@@ -76,14 +113,25 @@ type schemaEntry struct {
 	toolSchemas
 }
 
-// schemasFor returns the schemas of a tool with input In and output Out,
-// building them on first use; a caller that arrives while another builds
-// them waits for that build.
+// schemasFor returns the schemas of the tool name, whose input is In and
+// output Out: from schemas.json, or built from the types for a tool it
+// lacks. They are made on first use; a caller that arrives while another
+// makes them waits for it.
 func schemasFor[In, Out any](name string) toolSchemas {
-	key := [2]reflect.Type{reflect.TypeFor[In](), reflect.TypeFor[Out]()}
-	v, _ := builtSchemas.LoadOrStore(key, &schemaEntry{})
+	v, _ := builtSchemas.LoadOrStore(name, &schemaEntry{})
 	e := v.(*schemaEntry)
-	e.once.Do(func() { e.toolSchemas = buildSchemas[In, Out](name) })
+	e.once.Do(func() {
+		g, ok := generatedSchemas()[name]
+		if !ok {
+			e.toolSchemas = buildSchemas[In, Out](name)
+			return
+		}
+		strict, err := strictjson.Compile(g.Input)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s input schema: %v", name, err))
+		}
+		e.toolSchemas = toolSchemas{in: g.Input, out: g.Output, strict: strict}
+	})
 	return e.toolSchemas
 }
 
@@ -119,7 +167,12 @@ func buildSchemas[In, Out any](name string) toolSchemas {
 
 // addTool registers a typed tool with strict argument decoding.
 func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Context, c *call, in *In) (Out, error)) {
-	schemas := schemasFor[In, Out](sp.name)
+	var schemas toolSchemas
+	if s.schemasFromTypes {
+		schemas = buildSchemas[In, Out](sp.name)
+	} else {
+		schemas = schemasFor[In, Out](sp.name)
+	}
 	strict := schemas.strict
 	destructive, openWorld := sp.hints.destructive, sp.hints.openWorld
 	def := &mcp.Tool{

@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +13,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/mcpserver"
 )
 
-var update = flag.Bool("update", false, "rewrite the tool schema snapshots in testdata/tools")
+// update is -update (mcpserver.Update): rewrite the golden files.
+var update = mcpserver.Update
 
 // requiredScopes is docs/design.md §7's table: the scopes each tool needs. A tool
 // missing here fails the test, so new tools must be added deliberately.

@@ -93,6 +93,8 @@ type Server struct {
 	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
 	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
 	bodyMax   int64           // one body's maximum (MaxBodyBytes)
+
+	schemasFromTypes bool // build every schema from its types, not schemas.json (TestGeneratedSchemas)
 }
 
 // registerTools adds the widget resources and every tool; the process
