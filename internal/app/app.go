@@ -293,16 +293,6 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	}
 }
 
-// Run serves until ctx is cancelled, then shuts down gracefully.
-func (a *App) Run(ctx context.Context) error {
-	if err := a.Start(); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	a.log.Info("shutting down")
-	return a.Shutdown(context.Background())
-}
-
 // Start binds the listeners and serves in the background.
 func (a *App) Start() error { return a.http.Start() }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -153,13 +154,43 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 	if err := ResolvePublicURL(ctx, cfg, log); err != nil {
 		return err
 	}
+	resumeGC := pauseGC()
 	a, err := New(ctx, cfg, log, Options{})
 	if err != nil {
+		resumeGC()
 		return err
 	}
 	log.Info("devspace starting", "version", buildinfo.Get().Version, "projects", len(cfg.Projects),
 		"public_base_url", cfg.PublicBaseURL)
-	return a.Run(ctx)
+	err = a.Start()
+	resumeGC()
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	return a.Shutdown(context.Background())
+}
+
+// startHeapLimit bounds the heap while the server starts with the
+// collector paused (pauseGC). A start allocates ~7 MB here.
+const startHeapLimit = 64 << 20
+
+// pauseGC turns the garbage collector off until the returned function
+// is called, unless the heap reaches startHeapLimit (or a lower
+// GOMEMLIMIT) first. The start allocates a few MB in bursts against a
+// 4 MB initial goal: two or three collections, each taking one of the
+// two cores for several ms and stopping the world, while everything on
+// the way to ready competes for CPU (docs/performance.md, "Start to
+// ready"). Resuming restores GOGC and GOMEMLIMIT as they were.
+func pauseGC() (resume func()) {
+	limit := debug.SetMemoryLimit(-1) // reads it
+	debug.SetMemoryLimit(min(limit, startHeapLimit))
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
 }
 
 func runInit(ctx context.Context, args []string, env Env, stdio IO) error {
