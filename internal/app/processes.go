@@ -97,11 +97,12 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 	// The command helper beside the binary starts far faster than devspace
 	// itself, and every command starts one (its launcher): PreferHelper.
 	// The server is a child subreaper: descendants of a lost supervisor
-	// re-parent to it (not PID 1) and are killed.
+	// re-parent to it (not PID 1) and are killed. The supervisor pool is
+	// warmed once the listeners are bound (App.Start): WarmLater.
 	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
 		LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
-		Subreaper: true,
-		Logger:    log.With("component", "process"), Metrics: processMetrics{m}})
+		Subreaper: true, WarmLater: true,
+		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
 }
 
 // newRetention reconciles the output a previous run left and exports

@@ -110,6 +110,11 @@ type Options struct {
 	// binary; default DefaultIdleSupervisors, negative for none. Each idle
 	// supervisor is a sleeping process with a few MiB of private memory.
 	IdleSupervisors int
+	// WarmLater leaves the pool empty until Warm is called: a starting
+	// server warms it once its listeners are bound, so that the
+	// supervisors' start (a few tens of ms of CPU) does not compete with
+	// its own. A command started before Warm starts its own supervisor.
+	WarmLater bool
 	// DisableCgroup turns off per-command cgroups even when a delegated
 	// cgroup v2 is writable.
 	DisableCgroup bool
@@ -244,9 +249,15 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	go m.cgroup()
-	go m.refill()
+	if !opts.WarmLater {
+		m.Warm()
+	}
 	return m, nil
 }
+
+// Warm starts filling the supervisor pool in the background; a full pool
+// (or a second call) makes it a no-op.
+func (m *Manager) Warm() { go m.refill() }
 
 // probeCgroup returns the parent cgroup of the commands' cgroups, "" when
 // they are disabled or unavailable.

@@ -148,3 +148,37 @@ func TestStartContextCanceled(t *testing.T) {
 		t.Errorf("Running = %d after a failed start", m.Running())
 	}
 }
+
+// TestWarmLater: with WarmLater the pool stays empty (no supervisor is
+// started behind a starting server's back) until Warm fills it.
+func TestWarmLater(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 2, WarmLater: true}, false)
+	idle := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.idle) + m.refilling
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := idle(); n != 0 {
+		t.Fatalf("%d supervisors started before Warm", n)
+	}
+	m.Warm()
+	m.Warm() // a second call adds nothing
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m.mu.Lock()
+		n, r := len(m.idle), m.refilling
+		m.mu.Unlock()
+		if n+r > 2 {
+			t.Fatalf("%d idle and %d starting supervisors for a pool of 2", n, r)
+		}
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool never filled: %d idle", n)
+		}
+	}
+	p := startT(t, m, Spec{Program: "true", Dir: "/"})
+	waitDone(t, p, 10*time.Second)
+	assertNoZombies(t)
+}
