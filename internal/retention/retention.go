@@ -108,7 +108,7 @@ func (r *Retention) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	recs, err := r.st.ProcessOutputs(ctx)
+	recs, err := r.st.OutputSpools(ctx)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-func openTestStore(t *testing.T) (*Store, *testutil.Clock) {
+func openTestStore(t testing.TB) (*Store, *testutil.Clock) {
 	t.Helper()
 	clk := testutil.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC))
 	s, err := Open(context.Background(), t.TempDir(), Options{Now: clk.Now})

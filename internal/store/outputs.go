@@ -84,6 +84,23 @@ func (s *Store) ProcessOutputs(ctx context.Context) ([]ProcessOutput, error) {
 	return out, err
 }
 
+// OutputSpool is what reconciling the spool directory needs of a record.
+type OutputSpool struct {
+	OutputRef     string
+	SpoolID       string
+	RetainedBytes int64
+}
+
+// OutputSpools returns every record's spool file and retained byte count,
+// in no particular order. A server's start reconciles them with the files
+// on disk; reading three columns instead of the whole rows (ProcessOutputs)
+// keeps that short after thousands of commands.
+func (s *Store) OutputSpools(ctx context.Context) ([]OutputSpool, error) {
+	var out []OutputSpool
+	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Select("output_ref", "spool_id", "retained_bytes").Find(&out).Error
+	return out, err
+}
+
 // CountProcessOutputs returns the number of records.
 func (s *Store) CountProcessOutputs(ctx context.Context) (int64, error) {
 	var n int64
