@@ -91,7 +91,9 @@ type App struct {
 	outputs   *retention.Retention
 	snapshots *undo.Store
 	commands  *commands.Service
-	stopBg    context.CancelFunc // stops background sweeps
+	bg        context.Context    // background work: sweeps, the worktree prune
+	stopBg    context.CancelFunc // ends bg
+	pruned    <-chan struct{}    // closed when the startup worktree prune is done
 	mcp       *mcpserver.Server
 	http      *httpserver.Server
 }
@@ -179,8 +181,9 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	locks := rootlock.New()
 	var worktrees *worktree.Manager
 	if serving {
-		if worktrees, err = newWorktrees(ctx, cfg, catalog, st, log); err != nil {
-			st.Close()
+		a.bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+		if worktrees, a.pruned, err = newWorktrees(a.bg, cfg, catalog, st, log); err != nil {
+			a.Close()
 			return nil, err
 		}
 	}
@@ -189,7 +192,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	// the configuration, just below).
 	if serving {
 		if err := a.openCommands(ctx, cfg, opts, sandboxOpts); err != nil {
-			st.Close()
+			a.Close()
 			return nil, err
 		}
 	}
@@ -334,6 +337,9 @@ func (a *App) Close() error {
 	var errs []error
 	if a.stopBg != nil {
 		a.stopBg()
+	}
+	if a.pruned != nil {
+		<-a.pruned // it writes to the store
 	}
 	if a.procs != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/worktree"
@@ -27,6 +28,21 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 		}
 	}
 	env.Restart() // the Project is a repository now
+	// The start prunes in the background, right after it listens: wait
+	// until doctor reports that prune.
+	waitPrune := func(want string) (code int, out string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			code, out, _ = run(t, envOf(env), "doctor")
+			if strings.Contains(out, want) {
+				return code, out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("doctor never reported %q:\n%s", want, out)
+			}
+		}
+	}
+	waitPrune("pruned 0 half-created worktree item(s) in 1 Project(s)")
 	m, err := worktree.New(worktree.Options{Dir: filepath.Join(env.StateDir, "worktrees")})
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +72,10 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 		t.Fatal("doctor removed it")
 	}
 	env.Restart()
+	code, out = waitPrune("pruned 1 half-created worktree item(s) in 1 Project(s)")
 	if _, err := os.Stat(half); !os.IsNotExist(err) {
 		t.Fatalf("start did not prune it: %v", err)
 	}
-	code, out, _ = run(t, envOf(env), "doctor")
 	if code != 0 || !strings.Contains(out, "none half-created") || !strings.Contains(out, "pruned 1 half-created worktree item(s) in 1 Project(s)") {
 		t.Fatalf("doctor after the prune: %d\n%s", code, out)
 	}

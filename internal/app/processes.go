@@ -166,8 +166,6 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 		}
 	}()
 	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
-	var bg context.Context
-	bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-	go a.outputs.Run(bg)
+	go a.outputs.Run(a.bg)
 	return nil
 }

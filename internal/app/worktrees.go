@@ -30,36 +30,46 @@ type pruneSummary struct {
 	Failed   []string  `json:"failed,omitempty"`
 }
 
-// newWorktrees opens the worktree manager and clears what a crash left
-// half-created in each Project that can host worktrees, recording what it
-// did for doctor. It never removes a worktree that holds work.
-func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, log *slog.Logger) (*worktree.Manager, error) {
+// newWorktrees opens the worktree manager and, in the background (ctx ends
+// it), clears what a crash left half-created in each Project that can host
+// worktrees, recording what it did for doctor; until then the manager's
+// other methods wait for it. It never removes a worktree that holds work.
+// The returned channel is closed when the prune and its record are done.
+func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, log *slog.Logger) (*worktree.Manager, <-chan struct{}, error) {
 	m, err := worktree.New(worktree.Options{Dir: worktreeDir(cfg)})
 	if err != nil {
-		return nil, fmt.Errorf("open worktree directory: %w", err)
+		return nil, nil, fmt.Errorf("open worktree directory: %w", err)
 	}
-	sum := pruneSummary{At: st.Now()}
-	for _, r := range catalog.Roots() {
-		if m.Eligible(ctx, r.Path) != nil {
-			continue
-		}
-		sum.Projects++
-		removed, err := m.Prune(ctx, r.Path)
-		sum.Removed += len(removed)
-		if err != nil {
-			log.WarnContext(ctx, "prune worktrees", "project", r.Label, "err", err)
-			sum.Failed = append(sum.Failed, r.Label)
-			continue
-		}
-		if len(removed) > 0 {
-			log.InfoContext(ctx, "pruned half-created worktrees", "project", r.Label, "count", len(removed))
-		}
+	roots := catalog.Roots()
+	paths := make([]string, len(roots))
+	for i, r := range roots {
+		paths[i] = r.Path
 	}
-	b, _ := json.Marshal(sum)
-	if err := st.SetSetting(ctx, pruneSetting, string(b)); err != nil {
-		log.WarnContext(ctx, "record worktree prune", "err", err)
-	}
-	return m, nil
+	at := st.Now()
+	done := m.PruneAtStart(ctx, paths, func(results []worktree.PruneResult) {
+		sum := pruneSummary{At: at}
+		for i, r := range results {
+			label := roots[i].Label
+			switch {
+			case r.Skipped:
+				continue
+			case r.Err != nil && ctx.Err() != nil:
+				return // stopped: the last complete prune stays on record
+			case r.Err != nil:
+				log.WarnContext(ctx, "prune worktrees", "project", label, "err", r.Err)
+				sum.Failed = append(sum.Failed, label)
+			case len(r.Removed) > 0:
+				log.InfoContext(ctx, "pruned half-created worktrees", "project", label, "count", len(r.Removed))
+			}
+			sum.Projects++
+			sum.Removed += len(r.Removed)
+		}
+		b, _ := json.Marshal(sum)
+		if err := st.SetSetting(ctx, pruneSetting, string(b)); err != nil {
+			log.WarnContext(ctx, "record worktree prune", "err", err)
+		}
+	})
+	return m, done, nil
 }
 
 // doctorWorktrees reports, per Project that can host worktrees, its

@@ -24,6 +24,9 @@ import (
 // key's path or branch is in use; review.ErrGit (wrapped) when Git failed,
 // in which case nothing of this attempt remains; the error of ctx.
 func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, error) {
+	if err := m.waitStart(ctx); err != nil {
+		return nil, err
+	}
 	src, err := m.openKeyed(rootPath, key)
 	if err != nil {
 		return nil, err

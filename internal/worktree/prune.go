@@ -37,6 +37,14 @@ import (
 // (wrapped) when Git failed, with what was removed until then; the error of
 // ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string, err error) {
+	if err := m.waitStart(ctx); err != nil {
+		return nil, err
+	}
+	return m.prune(ctx, rootPath)
+}
+
+// prune is Prune without waiting for the startup prune.
+func (m *Manager) prune(ctx context.Context, rootPath string) (removed []string, err error) {
 	src, err := m.openSource(rootPath)
 	if err != nil {
 		return nil, err
@@ -99,6 +107,9 @@ type Report struct {
 // what a crash left half-created, without changing anything (doctor uses
 // it, also while a server runs). Errors are Prune's.
 func (m *Manager) Check(ctx context.Context, rootPath string) (Report, error) {
+	if err := m.waitStart(ctx); err != nil {
+		return Report{}, err
+	}
 	src, err := m.openSource(rootPath)
 	if err != nil {
 		return Report{}, err

@@ -131,6 +131,10 @@ type Manager struct {
 
 	mu    sync.Mutex
 	locks map[string]chan struct{} // canonical root → 1-slot semaphore
+
+	// started is closed when the startup prune (PruneAtStart) is over;
+	// nil when there is none.
+	started chan struct{}
 }
 
 // Worktree is one managed worktree.
@@ -180,6 +184,14 @@ func New(opts Options) (*Manager, error) {
 // (wrapped); review.ErrGit (wrapped) when Git failed; the error of ctx; a
 // filesystem error when rootPath cannot be resolved.
 func (m *Manager) Eligible(ctx context.Context, rootPath string) error {
+	if err := m.waitStart(ctx); err != nil {
+		return err
+	}
+	return m.eligibleRoot(ctx, rootPath)
+}
+
+// eligibleRoot is Eligible without waiting for the startup prune.
+func (m *Manager) eligibleRoot(ctx context.Context, rootPath string) error {
 	src, err := m.openSource(rootPath)
 	if err != nil {
 		return err
@@ -226,6 +238,9 @@ func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) err
 // Create is still making it; review.ErrGit (wrapped) when Git failed; the
 // error of ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, error) {
+	if err := m.waitStart(ctx); err != nil {
+		return nil, err
+	}
 	src, err := m.openKeyed(rootPath, key)
 	if err != nil {
 		return nil, err
@@ -277,6 +292,9 @@ func (m *Manager) get(ctx context.Context, src *review.Repository, key string) (
 // error of ctx; os.ErrInvalid (wrapped) when wt is not one of this
 // Manager's worktrees.
 func (m *Manager) Dirty(ctx context.Context, wt *Worktree) (bool, error) {
+	if err := m.waitStart(ctx); err != nil {
+		return false, err
+	}
 	if err := m.owns(wt); err != nil {
 		return false, err
 	}
@@ -345,6 +363,9 @@ func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string
 // with submodules); the error of ctx; os.ErrInvalid (wrapped) when wt is not
 // one of this Manager's worktrees of rootPath.
 func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) error {
+	if err := m.waitStart(ctx); err != nil {
+		return err
+	}
 	if err := m.owns(wt); err != nil {
 		return err
 	}
