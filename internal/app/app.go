@@ -79,23 +79,24 @@ type Options struct {
 
 // App is a wired DevSpace instance.
 type App struct {
-	cfg       *config.Config
-	log       *slog.Logger
-	store     *store.Store
-	auth      *authstate.State
-	catalog   *project.Catalog
-	metrics   *metrics.Metrics
-	oauth     *oauth.Server
-	bindings  *binding.Service
-	procs     *process.Manager
-	outputs   *retention.Retention
-	snapshots *undo.Store
-	commands  *commands.Service
-	bg        context.Context    // background work: sweeps, the worktree prune
-	stopBg    context.CancelFunc // ends bg
-	pruned    <-chan struct{}    // closed when the startup worktree prune is done
-	mcp       *mcpserver.Server
-	http      *httpserver.Server
+	cfg        *config.Config
+	log        *slog.Logger
+	store      *store.Store
+	auth       *authstate.State
+	catalog    *project.Catalog
+	metrics    *metrics.Metrics
+	oauth      *oauth.Server
+	bindings   *binding.Service
+	procs      *process.Manager
+	outputs    *retention.Retention
+	snapshots  *undo.Store
+	commands   *commands.Service
+	bg         context.Context    // background work: sweeps, the worktree prune
+	stopBg     context.CancelFunc // ends bg
+	pruneBegin func()             // starts the startup worktree prune
+	pruned     <-chan struct{}    // closed when the startup worktree prune is done
+	mcp        *mcpserver.Server
+	http       *httpserver.Server
 }
 
 // ErrNotInitialized means the configured state directory holds no
@@ -182,7 +183,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	var worktrees *worktree.Manager
 	if serving {
 		a.bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-		if worktrees, a.pruned, err = newWorktrees(a.bg, cfg, catalog, st, log); err != nil {
+		if worktrees, a.pruneBegin, a.pruned, err = newWorktrees(a.bg, cfg, catalog, st, log); err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -296,18 +297,30 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	}
 }
 
-// Start binds the listeners and serves in the background, then warms the
-// command supervisor pool: pre-starting supervisors costs a few tens of
-// ms of CPU that would otherwise compete with the start itself (start to
-// ready p50 -7 ms, docs/performance.md "Start to ready").
+// Start binds the listeners and serves in the background, then starts the
+// background work (StartBackground).
 func (a *App) Start() error {
 	if err := a.http.Start(); err != nil {
 		return err
 	}
+	a.StartBackground()
+	return nil
+}
+
+// StartBackground starts what waits until the server answers: the prune of
+// half-created worktrees (a few Git commands per Git Project; worktree
+// operations wait for it) and the warm-up of the command supervisor pool.
+// Both cost CPU that would otherwise compete with the start itself
+// (docs/performance.md, "Start to ready"). Start calls it; an embedding
+// that serves the handlers itself calls it once they are served.
+// Idempotent.
+func (a *App) StartBackground() {
+	if a.pruneBegin != nil {
+		a.pruneBegin()
+	}
 	if a.procs != nil {
 		a.procs.Warm()
 	}
-	return nil
 }
 
 // Addrs returns the bound public, control and metrics addresses.
@@ -339,7 +352,8 @@ func (a *App) Close() error {
 		a.stopBg()
 	}
 	if a.pruned != nil {
-		<-a.pruned // it writes to the store
+		a.pruneBegin() // ends at once if it had not begun: bg is done
+		<-a.pruned     // it writes to the store
 	}
 	if a.procs != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -30,15 +30,16 @@ type pruneSummary struct {
 	Failed   []string  `json:"failed,omitempty"`
 }
 
-// newWorktrees opens the worktree manager and, in the background (ctx ends
-// it), clears what a crash left half-created in each Project that can host
-// worktrees, recording what it did for doctor; until then the manager's
-// other methods wait for it. It never removes a worktree that holds work.
-// The returned channel is closed when the prune and its record are done.
-func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, log *slog.Logger) (*worktree.Manager, <-chan struct{}, error) {
-	m, err := worktree.New(worktree.Options{Dir: worktreeDir(cfg)})
+// newWorktrees opens the worktree manager. Once begin is called it clears,
+// in the background (ctx ends it), what a crash left half-created in each
+// Project that can host worktrees, recording what it did for doctor; until
+// then the manager's other methods wait for it. It never removes a
+// worktree that holds work. finished is closed when the prune and its
+// record are done.
+func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, log *slog.Logger) (m *worktree.Manager, begin func(), finished <-chan struct{}, err error) {
+	m, err = worktree.New(worktree.Options{Dir: worktreeDir(cfg)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open worktree directory: %w", err)
+		return nil, nil, nil, fmt.Errorf("open worktree directory: %w", err)
 	}
 	roots := catalog.Roots()
 	paths := make([]string, len(roots))
@@ -46,7 +47,7 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 		paths[i] = r.Path
 	}
 	at := st.Now()
-	done := m.PruneAtStart(ctx, paths, func(results []worktree.PruneResult) {
+	begin, finished = m.PruneAtStart(ctx, paths, func(results []worktree.PruneResult) {
 		sum := pruneSummary{At: at}
 		for i, r := range results {
 			label := roots[i].Label
@@ -69,7 +70,7 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 			log.WarnContext(ctx, "record worktree prune", "err", err)
 		}
 	})
-	return m, done, nil
+	return m, begin, finished, nil
 }
 
 // doctorWorktrees reports, per Project that can host worktrees, its

@@ -198,6 +198,7 @@ func (e *Env) start() {
 	}
 	e.srv = &httptest.Server{Listener: e.ln, Config: &http.Server{Handler: a.PublicHandler()}}
 	e.srv.Start()
+	a.StartBackground()
 	if e.ControlAddr == "" {
 		e.ctl = httptest.NewServer(a.ControlHandler())
 		e.ControlAddr = strings.TrimPrefix(e.ctl.URL, "http://")

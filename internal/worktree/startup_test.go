@@ -23,7 +23,7 @@ func TestPruneAtStart(t *testing.T) {
 	}
 	release := make(chan struct{})
 	var results []PruneResult
-	started := m.PruneAtStart(t.Context(), []string{plain, repo}, func(r []PruneResult) {
+	begin, started := m.PruneAtStart(t.Context(), []string{plain, repo}, func(r []PruneResult) {
 		results = r
 		<-release
 	})
@@ -37,6 +37,16 @@ func TestPruneAtStart(t *testing.T) {
 	go func() { _, err := m.Get(t.Context(), repo, "half"); calls <- call{"Get", err} }()
 	go func() { _, err := m.Create(t.Context(), repo, "new"); calls <- call{"Create", err} }()
 	go func() { calls <- call{"Eligible", m.Eligible(t.Context(), repo)} }()
+	select {
+	case c := <-calls:
+		t.Fatalf("%s returned before the startup prune began: %v", c.name, c.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := os.Stat(half.Path); err != nil {
+		t.Fatalf("pruned before begin: %v", err)
+	}
+	begin()
+	begin() // once
 	select {
 	case c := <-calls:
 		t.Fatalf("%s returned during the startup prune: %v", c.name, c.err)
@@ -76,7 +86,9 @@ func TestPruneAtStartStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var results []PruneResult
-	<-m.PruneAtStart(ctx, []string{repo}, func(r []PruneResult) { results = r })
+	begin, finished := m.PruneAtStart(ctx, []string{repo}, func(r []PruneResult) { results = r })
+	begin()
+	<-finished
 	if len(results) != 1 || !errors.Is(results[0].Err, context.Canceled) || results[0].Skipped {
 		t.Fatalf("results %+v", results)
 	}
