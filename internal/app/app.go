@@ -95,6 +95,7 @@ type App struct {
 	stopBg     context.CancelFunc // ends bg
 	pruneBegin func()             // starts the startup worktree prune
 	pruned     <-chan struct{}    // closed when the startup worktree prune is done
+	settled    *time.Timer        // runs StartBackground after Start
 	mcp        *mcpserver.Server
 	http       *httpserver.Server
 }
@@ -297,13 +298,19 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	}
 }
 
-// Start binds the listeners and serves in the background, then starts the
-// background work (StartBackground).
+// settle is how long after the listeners are bound the work that can wait
+// begins (StartBackground) and the collector resumes (runServe): the
+// first /readyz probes are then answered without competing with them for
+// the CPU (docs/performance.md, "Start to ready").
+const settle = 250 * time.Millisecond
+
+// Start binds the listeners and serves in the background; the background
+// work (StartBackground) begins a moment later (settle).
 func (a *App) Start() error {
 	if err := a.http.Start(); err != nil {
 		return err
 	}
-	a.StartBackground()
+	a.settled = time.AfterFunc(settle, a.StartBackground)
 	return nil
 }
 
@@ -348,6 +355,9 @@ func (a *App) Close() error {
 		return nil
 	}
 	var errs []error
+	if a.settled != nil {
+		a.settled.Stop()
+	}
 	if a.stopBg != nil {
 		a.stopBg()
 	}

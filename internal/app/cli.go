@@ -162,11 +162,11 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 	}
 	log.Info("devspace starting", "version", buildinfo.Get().Version, "projects", len(cfg.Projects),
 		"public_base_url", cfg.PublicBaseURL)
-	err = a.Start()
-	resumeGC()
-	if err != nil {
+	if err = a.Start(); err != nil {
+		resumeGC()
 		return err
 	}
+	time.AfterFunc(settle, resumeGC)
 	<-ctx.Done()
 	log.Info("shutting down")
 	return a.Shutdown(context.Background())
@@ -182,7 +182,10 @@ const startHeapLimit = 64 << 20
 // 4 MB initial goal: two or three collections, each taking one of the
 // two cores for several ms and stopping the world, while everything on
 // the way to ready competes for CPU (docs/performance.md, "Start to
-// ready"). Resuming restores GOGC and GOMEMLIMIT as they were.
+// ready"). Resuming restores GOGC and GOMEMLIMIT as they were. serve
+// resumes a moment (settle) after its listeners are bound, so that the
+// collection of the start's garbage does not compete with the first
+// /readyz probes either; the heap limit still holds meanwhile.
 func pauseGC() (resume func()) {
 	limit := debug.SetMemoryLimit(-1) // reads it
 	debug.SetMemoryLimit(min(limit, startHeapLimit))

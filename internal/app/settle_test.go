@@ -1,0 +1,85 @@
+package app_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/testutil"
+	"github.com/devspace-dev/devspace/internal/worktree"
+)
+
+// TestStartPrunesAfterListening: a served App prunes what a crash left
+// half-created in a Git Project after its listeners are bound, and one shut
+// down before that moment closes at once (nothing waits for a prune that
+// never began).
+func TestStartPrunesAfterListening(t *testing.T) {
+	dir := t.TempDir()
+	proj := testutil.NewRepo(t)
+	testutil.Git(t, proj, "commit", "-q", "--allow-empty", "-m", "init")
+	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj,
+		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": "127.0.0.1:0", "DEVSPACE_METRICS_LISTEN": "127.0.0.1:0"}
+	if code, _, stderr := run(t, vars, "init"); code != 0 {
+		t.Fatal(stderr)
+	}
+	cfg, err := config.Load(nil, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := worktree.New(worktree.Options{Dir: filepath.Join(cfg.StateDir, "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := m.Create(t.Context(), proj, "exec1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A crash right after `mkdir` leaves an empty directory.
+	half := filepath.Join(filepath.Dir(wt.Path), "exec2")
+	if err := os.Mkdir(half, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	// Shut down right after Start: the prune had not begun.
+	a, err := app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Shutdown(context.Background()) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown hangs when it comes before the background work")
+	}
+
+	a, err = app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(half); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the half-created worktree was never pruned")
+		}
+	}
+	if _, err := os.Stat(wt.Path); err != nil {
+		t.Fatalf("the finished worktree was removed: %v", err)
+	}
+}
