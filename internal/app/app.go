@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
@@ -96,6 +97,7 @@ type App struct {
 	pruneBegin func()             // starts the startup worktree prune
 	pruned     <-chan struct{}    // closed when the startup worktree prune is done
 	settled    *time.Timer        // runs StartBackground after Start
+	background sync.Once          // StartBackground
 	mcp        *mcpserver.Server
 	http       *httpserver.Server
 }
@@ -316,18 +318,29 @@ func (a *App) Start() error {
 
 // StartBackground starts what waits until the server answers: the prune of
 // half-created worktrees (a few Git commands per Git Project; worktree
-// operations wait for it) and the warm-up of the command supervisor pool.
-// Both cost CPU that would otherwise compete with the start itself
-// (docs/performance.md, "Start to ready"). Start calls it; an embedding
-// that serves the handlers itself calls it once they are served.
-// Idempotent.
+// operations wait for it), the index of the undo snapshots (every manifest
+// is read; the patch tools wait for it) and the warm-up of the command
+// supervisor pool. Each costs CPU that would otherwise compete with the
+// start itself (docs/performance.md, "Start to ready"). Start calls it; an
+// embedding that serves the handlers itself calls it once they are
+// served. Idempotent.
 func (a *App) StartBackground() {
-	if a.pruneBegin != nil {
-		a.pruneBegin()
-	}
-	if a.procs != nil {
-		a.procs.Warm()
-	}
+	a.background.Do(func() {
+		if a.pruneBegin != nil {
+			a.pruneBegin()
+		}
+		if a.snapshots != nil {
+			a.snapshots.Index()
+			go func() {
+				if err := a.snapshots.Wait(); err != nil {
+					a.log.Error("undo snapshots unavailable: undo_patch and new snapshots fail until the next start", "err", err)
+				}
+			}()
+		}
+		if a.procs != nil {
+			a.procs.Warm()
+		}
+	})
 }
 
 // Addrs returns the bound public, control and metrics addresses.

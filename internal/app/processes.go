@@ -155,16 +155,12 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 		_ = procs.Shutdown(ctx)
 		return err
 	}
-	snapshots, err := undo.NewStore(undo.Options{Dir: filepath.Join(cfg.StateDir, "snapshots")})
+	// Indexed from StartBackground on, or when a patch needs them first.
+	snapshots, err := undo.NewStore(undo.Options{Dir: filepath.Join(cfg.StateDir, "snapshots"), IndexLater: true})
 	if err != nil {
 		_ = procs.Shutdown(ctx)
 		return fmt.Errorf("open undo snapshots: %w", err)
 	}
-	go func() {
-		if err := snapshots.Wait(); err != nil {
-			a.log.Error("undo snapshots unavailable: undo_patch and new snapshots fail until the next start", "err", err)
-		}
-	}()
 	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
 	go a.outputs.Run(a.bg)
 	return nil

@@ -37,6 +37,11 @@ type Options struct {
 	MaxPerExecution int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// IndexLater leaves the snapshots on disk unindexed until Index is
+	// called or a method needs them: a starting server indexes them once
+	// it answers (app.StartBackground), since reading every manifest
+	// competes with its start for the CPU.
+	IndexLater bool
 }
 
 // Resolver returns the Project-relative real path of a clean
@@ -72,7 +77,8 @@ type Store struct {
 	root *os.Root
 
 	// loaded is closed when the snapshots on disk are indexed (or could
-	// not be: loadErr); every method waits for it.
+	// not be: loadErr); every method waits for it. index starts that once.
+	index   sync.Once
 	loaded  chan struct{}
 	loadErr error
 
@@ -179,25 +185,45 @@ func NewStore(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("undo: open snapshot directory: %w", err)
 	}
 	s := &Store{opts: opts, root: root, execs: map[string]*execIndex{}, loaded: make(chan struct{})}
-	// Indexing reads every manifest: after a few hundred large patches it
-	// takes longer than the rest of a server's start, and only the patch
-	// tools need it, so it runs in the background and they wait for it.
-	go func() {
-		defer close(s.loaded)
-		s.loadErr = s.load()
-	}()
+	if !opts.IndexLater {
+		s.Index()
+	}
 	return s, nil
 }
 
-// Wait waits until the snapshots on disk are indexed and returns why they
-// could not be, if so; every method then fails with that error.
+// errClosed is what the methods of a Store closed before it was indexed
+// return.
+var errClosed = errors.New("undo: store closed")
+
+// Index starts indexing the snapshots on disk in the background, unless
+// it has started. Indexing reads every manifest: after a few hundred large
+// patches it takes longer than the rest of a server's start, and only the
+// patch tools need it, so it runs in the background and they wait for it.
+func (s *Store) Index() {
+	s.index.Do(func() {
+		go func() {
+			defer close(s.loaded)
+			s.loadErr = s.load()
+		}()
+	})
+}
+
+// Wait waits until the snapshots on disk are indexed (starting that if
+// need be) and returns why they could not be, if so; every method then
+// fails with that error.
 func (s *Store) Wait() error {
+	s.Index()
 	<-s.loaded
 	return s.loadErr
 }
 
-// Close releases the store's directory handle (once indexing is over).
+// Close releases the store's directory handle once indexing is over; a
+// store never indexed is not indexed now.
 func (s *Store) Close() error {
+	s.index.Do(func() {
+		s.loadErr = errClosed
+		close(s.loaded)
+	})
 	<-s.loaded
 	return s.root.Close()
 }

@@ -294,3 +294,55 @@ func TestReopenAfterCrashMidRecord(t *testing.T) {
 	}
 	e.checkDisk("after op2b")
 }
+
+// TestIndexLater: with IndexLater the snapshots on disk are not read
+// (crash leftovers stay) until Index is called or a method needs them;
+// a store closed before that closes at once without indexing.
+func TestIndexLater(t *testing.T) {
+	e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}}, Options{})
+	e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch", patch.Options{})
+	e.store.Close()
+	leftover := filepath.Join(e.storeDir, execDir(e.exec), pack3+".tmp-0123456789ab")
+	testutil.WriteTree(t, filepath.Dir(leftover), map[string]testutil.File{filepath.Base(leftover): {Content: "partial"}})
+	present := func() bool { _, err := os.Stat(leftover); return err == nil }
+
+	// Closed before anything needed it: never indexed.
+	s, err := NewStore(Options{Dir: e.storeDir, IndexLater: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !present() {
+		t.Fatal("a store closed before it was needed indexed the snapshots")
+	}
+	if _, err := s.Latest(e.exec); err == nil {
+		t.Error("Latest on a closed, never indexed store succeeded")
+	}
+
+	// A method that needs the index starts it.
+	s = openStore(t, Options{Dir: e.storeDir, IndexLater: true})
+	if !present() {
+		t.Fatal("indexed before Index or a method asked")
+	}
+	if snap, err := s.Latest(e.exec); err != nil || snap.OpID != "op1" {
+		t.Fatalf("Latest = %+v, %v", snap, err)
+	}
+	if present() {
+		t.Error("indexing did not remove the leftover")
+	}
+
+	// Index starts it in the background; a second call adds nothing.
+	testutil.WriteTree(t, filepath.Dir(leftover), map[string]testutil.File{filepath.Base(leftover): {Content: "partial"}})
+	s = openStore(t, Options{Dir: e.storeDir, IndexLater: true})
+	s.Index()
+	s.Index()
+	if err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if present() {
+		t.Error("Index did not remove the leftover")
+	}
+}
