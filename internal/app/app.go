@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,30 +77,34 @@ type Options struct {
 	// OnStatement is passed to the store (store.Options.OnStatement):
 	// tests count a call path's SQL statements with it; nil means none.
 	OnStatement func(sql string)
+	// Settle is how long after Start the background work begins
+	// (StartBackground); zero means settle (250 ms). Tests lengthen it.
+	Settle time.Duration
 }
 
 // App is a wired DevSpace instance.
 type App struct {
-	cfg        *config.Config
-	log        *slog.Logger
-	store      *store.Store
-	auth       *authstate.State
-	catalog    *project.Catalog
-	metrics    *metrics.Metrics
-	oauth      *oauth.Server
-	bindings   *binding.Service
-	procs      *process.Manager
-	outputs    *retention.Retention
-	snapshots  *undo.Store
-	commands   *commands.Service
-	bg         context.Context    // background work: sweeps, the worktree prune
-	stopBg     context.CancelFunc // ends bg
-	pruneBegin func()             // starts the startup worktree prune
-	pruned     <-chan struct{}    // closed when the startup worktree prune is done
-	settled    *time.Timer        // runs StartBackground after Start
-	background sync.Once          // StartBackground
-	mcp        *mcpserver.Server
-	http       *httpserver.Server
+	cfg         *config.Config
+	log         *slog.Logger
+	store       *store.Store
+	auth        *authstate.State
+	catalog     *project.Catalog
+	metrics     *metrics.Metrics
+	oauth       *oauth.Server
+	bindings    *binding.Service
+	procs       *process.Manager
+	outputs     *retention.Retention
+	snapshots   *undo.Store
+	commands    *commands.Service
+	bg          context.Context    // background work: sweeps, the worktree prune
+	stopBg      context.CancelFunc // ends bg
+	pruneBegin  func()             // starts the startup worktree prune
+	pruned      <-chan struct{}    // closed when the startup worktree prune is done
+	settled     *time.Timer        // runs StartBackground after Start
+	settleAfter time.Duration      // Options.Settle
+	background  sync.Once          // StartBackground
+	mcp         *mcpserver.Server
+	http        *httpserver.Server
 }
 
 // ErrNotInitialized means the configured state directory holds no
@@ -169,7 +174,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, err
 	}
 	m := metrics.New()
-	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m}
+	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, settle)}
 	sandboxOpts := commandSandbox(cfg, opts)
 	sandboxState := process.SandboxStateOf(sandboxOpts)
 	scopes := cfg.OAuthScopes
@@ -281,6 +286,16 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	return []httpserver.ReadinessCheck{
 		{Name: "database", Check: func(ctx context.Context) bool { return a.store.Ping(ctx) == nil }},
 		{Name: "keys", Check: func(context.Context) bool { return a.auth != nil }},
+		// Worktree operations wait until the startup prune of half-created
+		// worktrees is over; it begins a moment after the bind.
+		{Name: "worktree_prune", Info: true, Check: func(context.Context) bool {
+			select {
+			case <-a.pruned:
+				return true
+			default:
+				return a.pruned == nil
+			}
+		}},
 		// Per-command cgroups (cgroup.kill) when a delegated cgroup v2 is
 		// writable; without them process-group and subreaper kills are used.
 		{Name: "process_cgroup", Info: true, Check: func(context.Context) bool { return a.procs != nil && a.procs.CgroupEnabled() }},
@@ -312,18 +327,19 @@ func (a *App) Start() error {
 	if err := a.http.Start(); err != nil {
 		return err
 	}
-	a.settled = time.AfterFunc(settle, a.StartBackground)
+	a.settled = time.AfterFunc(a.settleAfter, a.StartBackground)
 	return nil
 }
 
 // StartBackground starts what waits until the server answers: the prune of
 // half-created worktrees (a few Git commands per Git Project; worktree
-// operations wait for it), the index of the undo snapshots (every manifest
-// is read; the patch tools wait for it) and the warm-up of the command
-// supervisor pool. Each costs CPU that would otherwise compete with the
-// start itself (docs/performance.md, "Start to ready"). Start calls it; an
-// embedding that serves the handlers itself calls it once they are
-// served. Idempotent.
+// operations wait for it, and begin it if need be), the index of the undo
+// snapshots (every manifest is read; the patch tools wait for it, and
+// begin it if need be) and the warm-up of the command supervisor pool.
+// Each costs CPU that would otherwise compete with the start itself
+// (docs/performance.md, "Start to ready"). Start schedules it settle after
+// the bind; an embedding that serves the handlers itself calls it once
+// they are served. Idempotent; after Close it does nothing.
 func (a *App) StartBackground() {
 	a.background.Do(func() {
 		if a.pruneBegin != nil {
@@ -367,6 +383,8 @@ func (a *App) Close() error {
 	if a.store == nil {
 		return nil
 	}
+	// Waits for a StartBackground already running; none starts after.
+	a.background.Do(func() {})
 	var errs []error
 	if a.settled != nil {
 		a.settled.Stop()
@@ -384,6 +402,9 @@ func (a *App) Close() error {
 		// Let the killed commands' final states reach the store.
 		a.commands.WaitRecorded(ctx)
 		cancel()
+	}
+	if a.snapshots != nil {
+		errs = append(errs, a.snapshots.Close()) // waits for an index under way
 	}
 	errs = append(errs, a.store.Close())
 	a.store = nil

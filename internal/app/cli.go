@@ -164,10 +164,14 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 		"public_base_url", cfg.PublicBaseURL)
 	if err = a.Start(); err != nil {
 		resumeGC()
+		_ = a.Close()
 		return err
 	}
-	time.AfterFunc(settle, resumeGC)
+	resume := time.AfterFunc(settle, resumeGC)
 	<-ctx.Done()
+	if resume.Stop() {
+		resumeGC() // stopped before settle: resume now, not after we return
+	}
 	log.Info("shutting down")
 	return a.Shutdown(context.Background())
 }

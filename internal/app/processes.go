@@ -98,7 +98,7 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 	// itself, and every command starts one (its launcher): PreferHelper.
 	// The server is a child subreaper: descendants of a lost supervisor
 	// re-parent to it (not PID 1) and are killed. The supervisor pool is
-	// warmed once the listeners are bound (App.Start): WarmLater.
+	// warmed once the server answers (App.StartBackground): WarmLater.
 	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
 		LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
 		Subreaper: true, WarmLater: true,

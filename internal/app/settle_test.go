@@ -44,8 +44,9 @@ func TestStartPrunesAfterListening(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Shut down right after Start: the prune had not begun.
-	a, err := app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{})
+	// Shut down before the background work began: nothing is pruned and
+	// nothing waits for a prune that never began.
+	a, err := app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{Settle: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +63,12 @@ func TestStartPrunesAfterListening(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown hangs when it comes before the background work")
 	}
+	if _, err := os.Stat(half); err != nil {
+		t.Fatalf("pruned by a server shut down before its background work: %v", err)
+	}
 
-	a, err = app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{})
+	// Not pruned before the listeners are bound; pruned after.
+	a, err = app.New(context.Background(), cfg, slogTo(os.Stderr), app.Options{Settle: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +76,9 @@ func TestStartPrunesAfterListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Shutdown(context.Background())
+	if _, err := os.Stat(half); err != nil {
+		t.Fatalf("pruned before the server listened: %v", err)
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(half); os.IsNotExist(err) {
 			break

@@ -55,7 +55,7 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 			case r.Skipped:
 				continue
 			case r.Err != nil && ctx.Err() != nil:
-				return // stopped: the last complete prune stays on record
+				return // stopped by Close: the last complete prune stays on record
 			case r.Err != nil:
 				log.WarnContext(ctx, "prune worktrees", "project", label, "err", r.Err)
 				sum.Failed = append(sum.Failed, label)
@@ -66,7 +66,10 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 			sum.Removed += len(r.Removed)
 		}
 		b, _ := json.Marshal(sum)
-		if err := st.SetSetting(ctx, pruneSetting, string(b)); err != nil {
+		// Close waits for this write (finished) before it closes the store.
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer wcancel()
+		if err := st.SetSetting(wctx, pruneSetting, string(b)); err != nil {
 			log.WarnContext(ctx, "record worktree prune", "err", err)
 		}
 	})

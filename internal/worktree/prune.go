@@ -13,8 +13,8 @@ import (
 
 // Prune removes, for the repository at rootPath, what Creates cut short by
 // a crash or a kill left behind, so that no half-registered worktree
-// remains. Call it at startup for every Project root that may have managed
-// worktrees, before serving. It removes:
+// remains. A server prunes every Project root that may have managed
+// worktrees as it starts (PruneAtStart). It removes:
 //
 //   - worktrees under this repository's directory in Dir that Git still
 //     marks as initializing (`git worktree add` never finished), with their

@@ -23,12 +23,18 @@ func TestPruneAtStart(t *testing.T) {
 	}
 	release := make(chan struct{})
 	var results []PruneResult
-	begin, started := m.PruneAtStart(t.Context(), []string{plain, repo}, func(r []PruneResult) {
+	begin, finished := m.PruneAtStart(t.Context(), []string{plain, repo}, func(r []PruneResult) {
 		results = r
 		<-release
 	})
 
-	// While the prune (and its record) is not done, the other methods wait.
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(half.Path); err != nil {
+		t.Fatalf("pruned before it began: %v", err)
+	}
+
+	// The other methods begin it (nobody called begin) and wait until it
+	// and its record are done.
 	type call struct {
 		name string
 		err  error
@@ -37,29 +43,28 @@ func TestPruneAtStart(t *testing.T) {
 	go func() { _, err := m.Get(t.Context(), repo, "half"); calls <- call{"Get", err} }()
 	go func() { _, err := m.Create(t.Context(), repo, "new"); calls <- call{"Create", err} }()
 	go func() { calls <- call{"Eligible", m.Eligible(t.Context(), repo)} }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(half.Path); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a waiting method did not begin the prune")
+		}
+	}
 	select {
 	case c := <-calls:
-		t.Fatalf("%s returned before the startup prune began: %v", c.name, c.err)
+		t.Fatalf("%s returned before the startup prune was done: %v", c.name, c.err)
 	case <-time.After(200 * time.Millisecond):
-	}
-	if _, err := os.Stat(half.Path); err != nil {
-		t.Fatalf("pruned before begin: %v", err)
-	}
-	begin()
-	begin() // once
-	select {
-	case c := <-calls:
-		t.Fatalf("%s returned during the startup prune: %v", c.name, c.err)
-	case <-time.After(300 * time.Millisecond):
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := m.Get(ctx, repo, "half"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Get with a context that ends during the prune = %v", err)
 	}
+	begin() // already begun: nothing
 
 	close(release)
-	<-started
+	<-finished
 	for range 3 {
 		c := <-calls
 		switch {

@@ -133,8 +133,9 @@ type Manager struct {
 	locks map[string]chan struct{} // canonical root → 1-slot semaphore
 
 	// started is closed when the startup prune (PruneAtStart) is over;
-	// nil when there is none.
+	// nil when there is none. begin begins it.
 	started chan struct{}
+	begin   func()
 }
 
 // Worktree is one managed worktree.
