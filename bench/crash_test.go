@@ -414,6 +414,7 @@ func (c *crashRun) iteration(i int, action string, delay time.Duration) {
 			c.violate("patch_mixed_after_restart", "%s: files mixed at the kill stayed mixed after the restart", where)
 		}
 	}
+	c.waitBackground(where)
 	c.checkLeftovers(where)
 	if action == "token_refresh" {
 		c.retryRefresh(op, first, where)
@@ -633,8 +634,34 @@ func (c *crashRun) checkDB(where string) {
 	}
 }
 
+// waitBackground waits until /readyz reports the work a start does after
+// it listens as done: the worktree prune and the undo index, which sweeps
+// the snapshots' temp files (checkLeftovers).
+func (c *crashRun) waitBackground(where string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var body struct {
+			Checks map[string]bool `json:"checks"`
+		}
+		resp, err := http.Get(c.srv.URL + "/readyz")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+		}
+		if err == nil && body.Checks["worktree_prune"] && body.Checks["undo_index"] {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.violate("background_work_not_done", "%s: /readyz checks %v (%v) 10 s after the restart", where, body.Checks, err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // checkLeftovers looks for patch staging files in the Project and temp
-// files in the undo snapshots (which the server sweeps at startup).
+// files in the undo snapshots (which the server sweeps at startup: the
+// patch staging before it listens, the snapshots a moment after).
 func (c *crashRun) checkLeftovers(where string) {
 	var found []string
 	_ = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {

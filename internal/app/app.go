@@ -296,6 +296,11 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 				return a.pruned == nil
 			}
 		}},
+		// The undo snapshots are indexed (crash leftovers swept); the patch
+		// tools wait for it. It begins a moment after the bind.
+		{Name: "undo_index", Info: true, Check: func(context.Context) bool {
+			return a.snapshots == nil || a.snapshots.Indexed()
+		}},
 		// Per-command cgroups (cgroup.kill) when a delegated cgroup v2 is
 		// writable; without them process-group and subreaper kills are used.
 		{Name: "process_cgroup", Info: true, Check: func(context.Context) bool { return a.procs != nil && a.procs.CgroupEnabled() }},

@@ -217,6 +217,17 @@ func (s *Store) Wait() error {
 	return s.loadErr
 }
 
+// Indexed reports, without waiting, whether the snapshots on disk are
+// indexed (or could not be: Wait says why).
+func (s *Store) Indexed() bool {
+	select {
+	case <-s.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close releases the store's directory handle once indexing is over; a
 // store never indexed is not indexed now.
 func (s *Store) Close() error {

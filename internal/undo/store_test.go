@@ -324,7 +324,7 @@ func TestIndexLater(t *testing.T) {
 
 	// A method that needs the index starts it.
 	s = openStore(t, Options{Dir: e.storeDir, IndexLater: true})
-	if !present() {
+	if !present() || s.Indexed() {
 		t.Fatal("indexed before Index or a method asked")
 	}
 	if snap, err := s.Latest(e.exec); err != nil || snap.OpID != "op1" {
@@ -342,7 +342,7 @@ func TestIndexLater(t *testing.T) {
 	if err := s.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if present() {
-		t.Error("Index did not remove the leftover")
+	if present() || !s.Indexed() {
+		t.Error("Index did not remove the leftover, or Indexed does not say it is done")
 	}
 }
