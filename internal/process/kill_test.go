@@ -460,6 +460,23 @@ func TestSignalTreeOnce(t *testing.T) {
 		cmd.Wait()
 	})
 	waitMarkers(t, marker, 4)
+	// The shell's fourth child counts as a marker from its fork, while it
+	// is still in the group; wait until setsid has moved it out, or the
+	// walk below rightly sees it as a group member.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		out := 0
+		for _, pid := range markerProcs(marker) {
+			if g, err := syscall.Getpgid(pid); err == nil && g != cmd.Process.Pid {
+				out++
+			}
+		}
+		if out == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the setsid'd sleep never left the group")
+		}
+	}
 	var mu sync.Mutex
 	got := map[int]int{}
 	sendSignal = func(pid int, sig syscall.Signal) error {
