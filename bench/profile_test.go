@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +45,26 @@ func BenchmarkProfileExecCommand(b *testing.B) {
 	for b.Loop() {
 		n++
 		s.must(b, "exec_command", map[string]any{"operationId": fmt.Sprintf("x%d", n), "program": "true"})
+	}
+}
+
+// BenchmarkProfileListProjects is list_projects through /mcp.
+func BenchmarkProfileListProjects(b *testing.B) {
+	_, s := profileSession(b)
+	for b.Loop() {
+		s.must(b, "list_projects", map[string]any{})
+	}
+}
+
+// BenchmarkProfileReadFiles is read_files of one 4 KiB file through /mcp.
+func BenchmarkProfileReadFiles(b *testing.B) {
+	env, s := profileSession(b)
+	if err := os.WriteFile(filepath.Join(env.Roots["alpha"], "f4k.txt"), []byte(bareBody()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"files": []any{map[string]any{"path": "f4k.txt"}}}
+	for b.Loop() {
+		s.must(b, "read_files", args)
 	}
 }
 

@@ -124,15 +124,21 @@ func orNone(hash string) string {
 
 // splitKeep splits content into lines that keep their terminators.
 func splitKeep(content []byte) []string {
-	var out []string
-	for len(content) > 0 {
-		i := bytes.IndexByte(content, '\n')
+	if len(content) == 0 {
+		return nil
+	}
+	// One copy of the content; the lines are slices of it (a string per
+	// line was ~40% of apply_patch's allocations).
+	s := string(content)
+	out := make([]string, 0, bytes.Count(content, []byte{'\n'})+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
 		if i < 0 {
-			out = append(out, string(content))
+			out = append(out, s)
 			break
 		}
-		out = append(out, string(content[:i+1]))
-		content = content[i+1:]
+		out = append(out, s[:i+1])
+		s = s[i+1:]
 	}
 	return out
 }
