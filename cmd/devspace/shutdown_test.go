@@ -181,7 +181,7 @@ func TestShutdownWithOpenStream(t *testing.T) {
 		t.Fatalf("no exit within 15 s\n%s", logs.String())
 	}
 	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("shutdown took %s, want at most 2 s", d)
+		t.Errorf("shutdown took %s, want at most 2 s; the server logged:\n%s", d, logs.String())
 	}
 	if left := marked(mark); len(left) > 0 {
 		t.Errorf("processes survive the server: %v", left)

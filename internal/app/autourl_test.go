@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // cloudflaredStandIn serves /quicktunnel like cloudflared's metrics server:
@@ -88,10 +88,10 @@ func TestServeLearnsPublicURLFromCloudflared(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	go func() {
 		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-		done <- app.Main(ctx, []string{"serve"}, lookup, app.IO{Stdout: &syncBuffer{}, Stderr: &stderr})
+		done <- app.Main(ctx, []string{"serve"}, lookup, app.IO{Stdout: &testutil.SyncBuffer{}, Stderr: &stderr})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -159,22 +159,4 @@ func TestServeRefusesABadQuickTunnelAnswer(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "DEVSPACE_PUBLIC_BASE_URL: auto: cloudflared reported an invalid quick-tunnel hostname") {
 		t.Fatalf("serve = %d, %s", code, stderr)
 	}
-}
-
-// syncBuffer lets the test read what the server logs while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

@@ -143,13 +143,16 @@ func (b *guardedBody) Read(p []byte) (int, error) {
 
 // connLimiter bounds the connections a listener hands out. It learns each
 // connection's state from http.Server.ConnState so that, at the bound, it
-// can close the oldest connection that is not serving a request.
+// can close the oldest connection that is not serving a request, and at
+// shutdown the ones that never sent one (drain).
 type connLimiter struct {
 	net.Listener
 	max int
 
 	mu    sync.Mutex
 	conns list.List // of *limitedConn, oldest at the front
+	// draining is set by drain: connections accepted after it are closed.
+	draining bool
 }
 
 type limitedConn struct {
@@ -213,6 +216,11 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		l.mu.Lock()
+		if l.draining {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
 		var victim *limitedConn
 		if l.conns.Len() >= l.max {
 			victim = l.victimLocked()
@@ -264,6 +272,34 @@ func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
 		// A hijacked connection is the hijacker's to close; stop counting it.
 		l.forgetLocked(lc)
 	}
+}
+
+// drain closes the connections that have not sent a request yet and every
+// connection accepted from now on (the server is shutting down).
+func (l *connLimiter) drain() {
+	l.mu.Lock()
+	l.draining = true
+	var silent []*limitedConn
+	for el := l.conns.Front(); el != nil; el = el.Next() {
+		if lc := el.Value.(*limitedConn); lc.state == http.StateNew {
+			silent = append(silent, lc)
+		}
+	}
+	l.mu.Unlock()
+	for _, lc := range silent {
+		lc.Close()
+	}
+}
+
+// states counts the connections currently counted by state.
+func (l *connLimiter) states() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := map[string]int{}
+	for el := l.conns.Front(); el != nil; el = el.Next() {
+		n[el.Value.(*limitedConn).state.String()]++
+	}
+	return n
 }
 
 // Len returns the connections currently counted.

@@ -177,7 +177,7 @@ func TestSlowClientFlood(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := s.conns.Len(); n > lim.MaxConnections {
+	if n := s.lims[0].Len(); n > lim.MaxConnections {
 		t.Errorf("%d connections counted, bound is %d", n, lim.MaxConnections)
 	}
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -71,7 +72,9 @@ type Server struct {
 	log     *slog.Logger
 	servers []*http.Server
 	addrs   []net.Addr
-	conns   *connLimiter // the public listener's, after Start
+	// lims are the listeners' connection trackers after Start: the
+	// public one bounded (Limits.MaxConnections), the others not.
+	lims []*connLimiter
 
 	// baseCtx is every request's parent context; cancelling it ends
 	// long-lived requests (MCP event streams) at shutdown.
@@ -86,6 +89,12 @@ type Server struct {
 // own before it cancels them: an open event stream (GET /mcp) never
 // finishes, and must not hold the server for the whole drain deadline.
 const streamGrace = 200 * time.Millisecond
+
+// listenerNames name s.servers and s.lims in order.
+var listenerNames = [...]string{"public", "control", "metrics"}
+
+// slowDrain is when Shutdown logs the connections it still waits for.
+const slowDrain = time.Second
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
@@ -267,11 +276,19 @@ func (s *Server) Start() error {
 		lns = append(lns, ln)
 	}
 	// The public listener is bounded; the others are loopback or
-	// cluster-internal.
-	s.conns = newConnLimiter(lns[0], s.opts.Limits.MaxConnections)
-	lns[0] = s.conns
-	s.servers[0].ConnState = s.conns.connState
-	s.servers[0].ConnContext = s.conns.connContext
+	// cluster-internal. All are tracked, so that Shutdown can close the
+	// connections that never sent a request.
+	for i, srv := range s.servers {
+		limit := math.MaxInt
+		if i == 0 {
+			limit = s.opts.Limits.MaxConnections
+		}
+		l := newConnLimiter(lns[i], limit)
+		s.lims = append(s.lims, l)
+		lns[i] = l
+		srv.ConnState = l.connState
+		srv.ConnContext = l.connContext
+	}
 	for i, srv := range s.servers {
 		s.addrs = append(s.addrs, lns[i].Addr())
 		go func(srv *http.Server, ln net.Listener) {
@@ -287,7 +304,9 @@ func (s *Server) Start() error {
 // Addrs returns the bound public, control and metrics addresses after Start.
 func (s *Server) Addrs() []net.Addr { return s.addrs }
 
-// Shutdown stops accepting, lets in-flight requests finish for a moment
+// Shutdown stops accepting, closes the connections that have not sent a
+// request (net/http would wait up to 5 s for each: a silent socket must not
+// hold the exit), lets in-flight requests finish for a moment
 // (streamGrace), then cancels their contexts, which ends open event
 // streams; it waits for the handlers until ctx ends, then closes what
 // remains. It is idempotent.
@@ -299,6 +318,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.shutdown = true
 	s.mu.Unlock()
+	// net/http serves no request read after its Shutdown began, so a
+	// connection that has not sent one has nothing left to get.
+	for _, l := range s.lims {
+		l.drain()
+	}
+	// A drain that takes long says what it waits for.
+	slow := time.AfterFunc(slowDrain, func() {
+		for i, l := range s.lims {
+			if busy := l.states(); len(busy) > 0 {
+				s.log.Warn("shutdown still waiting for connections", "listener", listenerNames[i], "states", busy)
+			}
+		}
+	})
+	defer slow.Stop()
 	stop := time.AfterFunc(streamGrace, s.cancelBase)
 	defer stop.Stop()
 	defer s.cancelBase()

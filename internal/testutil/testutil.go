@@ -4,10 +4,12 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -110,4 +112,24 @@ func SwapDirAndLink(dir, name, plain, link string) (stop func()) {
 		}
 	}()
 	return func() { close(quit); <-done }
+}
+
+// SyncBuffer is a bytes buffer safe for concurrent writes and reads: a
+// test reads what a server logs while it runs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *SyncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// String returns what was written so far.
+func (w *SyncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
