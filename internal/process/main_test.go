@@ -167,24 +167,54 @@ func zombieChildren() []int {
 	return out
 }
 
-// waitMarkers polls until at least n processes carry marker and none of
-// them is a shell's child caught between fork and exec. Such a child has
-// its parent's command line and has not yet set the dispositions it will
-// run with (a background job ignores SIGINT only once the shell set that
-// up), so a signal sent in that instant would test the wrong thing.
+// waitMarkers polls until at least n processes carry marker and the tree
+// has settled: none of them is a shell's child caught between fork and
+// exec, and all of them are asleep, with no unreaped child, in two polls
+// running. A signal sent before that tests the shell, not the supervisor:
+// a forked child has not yet set the dispositions it will run with (a
+// background job ignores SIGINT only once the shell set that up); bash
+// that takes SIGINT while it execs its last command loses it; and bash
+// that takes SIGINT while its foreground child exits normally ignores it
+// (wait and cooperative exit). Measured 2026-12-06: bash -c '/bin/true;
+// sleep 1000' signalled 1-5 ms after its start survived SIGINT 25 times in
+// 400; the supervisor then escalates, as it must, and TestInterrupt failed.
 func waitMarkers(t testing.TB, marker string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	calm := 0
 	for {
 		ps := markerProcs(marker)
-		if len(ps) >= n && !forkInFlight(ps) {
-			return
+		if len(ps) >= n && !forkInFlight(ps) && asleep(ps) {
+			if calm++; calm == 2 {
+				return
+			}
+		} else {
+			calm = 0
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d marked processes appeared (or one never left fork)", len(ps), n)
+			t.Fatalf("only %d of %d marked processes appeared (or the tree never settled: %v)", len(ps), n, describe(ps))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// asleep reports whether every one of pids sleeps (state S) and none has
+// an unreaped child, which would wake its parent at once.
+func asleep(pids []int) bool {
+	in := make(map[int]bool, len(pids))
+	for _, pid := range pids {
+		e, ok := readProcStat(pid)
+		if ok && e.state != 'S' {
+			return false
+		}
+		in[pid] = true
+	}
+	for _, e := range listProcs() {
+		if e.state == 'Z' && in[e.ppid] {
+			return false
+		}
+	}
+	return true
 }
 
 // forkInFlight reports whether one of pids is a child of another with
