@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // makeRunHint is the line `make run` prints for the owner's other shell
@@ -59,7 +59,7 @@ func TestMakeRunOwnerWalk(t *testing.T) {
 	shell := cleanEnv("DEVSPACE_LISTEN=127.0.0.1:"+port, "DEVSPACE_CONTROL_LISTEN="+ctl,
 		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL="+publicURL, "XDG_DATA_HOME="+xdg)
 
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	mk := exec.Command("make", "--no-print-directory", "run")
 	mk.Dir, mk.Env, mk.Stdout, mk.Stderr = checkout, shell, &out, &out
 	mk.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // make and the server it starts, stopped together
@@ -176,22 +176,4 @@ func cleanEnv(extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(env, extra...)
-}
-
-// syncBuffer collects make's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

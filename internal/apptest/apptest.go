@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +69,7 @@ type Env struct {
 	StateDir string
 	Roots    map[string]string // label → directory
 	Clock    *testutil.Clock   // the instance's clock: starts at the real time, moves only when advanced
-	Logs     *SyncBuffer
+	Logs     *testutil.SyncBuffer
 	App      *app.App
 	Config   *config.Config
 	ln       net.Listener
@@ -79,25 +78,6 @@ type Env struct {
 	env      map[string]string
 	// ControlAddr is where the control API listens (the CLI's target).
 	ControlAddr string
-}
-
-// SyncBuffer is a goroutine-safe log sink.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything logged so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Start creates state and project directories and serves the public
@@ -112,7 +92,7 @@ func Start(t testing.TB, opts Options) *Env {
 		base = t.TempDir()
 	}
 	e := &Env{t: t, opts: opts, StateDir: filepath.Join(base, "state"), Roots: map[string]string{},
-		Clock: testutil.NewClock(time.Now()), Logs: &SyncBuffer{}}
+		Clock: testutil.NewClock(time.Now()), Logs: &testutil.SyncBuffer{}}
 	var specs []string
 	for _, label := range opts.Projects {
 		dir := filepath.Join(base, "projects", label)

@@ -8,7 +8,6 @@
 package browsertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // ActionTimeout bounds browser start-up, each context returned by
@@ -63,7 +64,7 @@ func New(t testing.TB) *Browser {
 	}
 	t.Cleanup(sink.close)
 
-	out := &lockedBuffer{}
+	out := &testutil.SyncBuffer{} // chromedp writes from its own goroutine
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),
@@ -176,23 +177,4 @@ func findChromium() (string, error) {
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// lockedBuffer collects the browser's output, which chromedp writes from its
-// own goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
