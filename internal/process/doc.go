@@ -31,7 +31,8 @@
 //
 // A command runs in its own session and process group (with the pty as
 // controlling terminal when Spec.TTY is set) and, when a delegated cgroup
-// v2 is writable (CgroupAvailable), in its own cgroup. The main process may
+// v2 is writable (CgroupAvailable), in its own cgroup, which exists before
+// the command does: its launcher was started in it. The main process may
 // exit while descendants live on: State.Status then reports the main
 // process's result and State.TreeAlive stays true until the last
 // descendant is gone, which Process.Done signals (hold the Project's write

@@ -59,9 +59,9 @@ func InternalMain(args []string) (code int, ok bool) {
 // over the socket, makes the stdio its fds 0-2 (and the pty its
 // controlling terminal), changes directory, enters the command's Landlock
 // domain (and no_new_privs) on its locked thread, reports "exec" and execs
-// the command with the spec's environment; the supervisor moves it into
-// the command's cgroup before it hands the command over. It is already
-// its own session (setsid at start). The socket is close-on-exec, so the
+// the command with the spec's environment. It waits in the cgroup of the
+// command it will become (startLauncher), and it is already its own
+// session (setsid at start). The socket is close-on-exec, so the
 // supervisor reads EOF after "exec" when the exec succeeded and an error
 // line otherwise. One launcher runs one command: it becomes the command.
 // Because the launcher confines itself, the supervisor and the server stay
@@ -256,11 +256,20 @@ type launcherProc struct {
 	pid  int
 	conn *os.File
 	rd   *bufio.Reader
+	// forCgroup is the cgroup it was started for (a command's Cgroup);
+	// cgroup is the one it is in: forCgroup, or "" when that could not be
+	// created or entered (the command then runs without one).
+	forCgroup, cgroup string
 }
 
 // startLauncher starts a launcher, from the supervisor's locked main
-// thread (its parent-death signal is tied to that thread).
-func startLauncher() (*launcherProc, error) {
+// thread (its parent-death signal is tied to that thread), in cgroup when
+// that is set: it creates the directory and starts the launcher inside
+// (clone3 with CLONE_INTO_CGROUP). Where clone3 is refused (a seccomp
+// filter, an older kernel), the launcher is started outside and moved in,
+// which waits for an RCU grace period; either way before the command is
+// known. A launcher that cannot be placed runs without a cgroup.
+func startLauncher(cgroup string) (*launcherProc, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("launcher socket: %w", err)
@@ -277,19 +286,50 @@ func startLauncher() (*launcherProc, error) {
 		syscall.Close(fds[0])
 		return nil, err
 	}
-	pid, err := syscall.ForkExec(exe, []string{filepath.Base(exe), LauncherCommand}, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   append([]string{"GOMAXPROCS=1", launcherParentEnv + "=" + strconv.Itoa(os.Getpid())}, os.Environ()...),
 		Files: []uintptr{uintptr(null), uintptr(null), 2, uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
+	}
+	argv := []string{filepath.Base(exe), LauncherCommand}
+	placed := ""
+	var pid int
+	if cloneIntoCgroup {
+		if cgfd := openCgroup(cgroup); cgfd >= 0 {
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, cgfd
+			pid, err = syscall.ForkExec(exe, argv, attr)
+			syscall.Close(cgfd)
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+			if err == nil {
+				placed = cgroup
+			}
+		}
+	}
+	if placed == "" {
+		pid, err = syscall.ForkExec(exe, argv, attr)
+		if err == nil && cgroup != "" {
+			if cgroupMove(cgroup, pid) == nil {
+				placed = cgroup
+			} else {
+				_ = os.Remove(cgroup)
+			}
+		}
+	}
 	if err != nil {
 		syscall.Close(fds[0])
+		if cgroup != "" {
+			_ = os.Remove(cgroup)
+		}
 		return nil, fmt.Errorf("start the launcher: %w", err)
 	}
 	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))
-	return &launcherProc{pid: pid, conn: conn, rd: bufio.NewReaderSize(conn, 4<<10)}, nil
+	return &launcherProc{pid: pid, conn: conn, rd: bufio.NewReaderSize(conn, 4<<10), forCgroup: cgroup, cgroup: placed}, nil
 }
+
+// cloneIntoCgroup is false only in tests of the fallback (moving the
+// launcher into its cgroup).
+var cloneIntoCgroup = true
 
 // errLauncherGone means the launcher died before it received the command;
 // nothing ran, and a fresh launcher may be tried.

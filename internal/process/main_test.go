@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case SupervisorCommand, LauncherCommand:
+			if os.Getenv(testMoveLauncherEnv) == "1" {
+				cloneIntoCgroup = false
+			}
 			code, _ := InternalMain(os.Args[1:])
 			os.Exit(code)
 		case "__testserver":
@@ -99,7 +102,7 @@ func newTestManager(t testing.TB, opts Options, useCgroup bool) *Manager {
 	}
 	opts.SupervisorPath = exe
 	// Under -race a Go process sleeps 1 s before exiting unless told not to.
-	opts.SupervisorEnv = []string{"GORACE=atexit_sleep_ms=0"}
+	opts.SupervisorEnv = append(opts.SupervisorEnv, "GORACE=atexit_sleep_ms=0")
 	if opts.SpoolDir == "" {
 		opts.SpoolDir = t.TempDir()
 	}

@@ -492,17 +492,13 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 		}
 	}
 
-	var cgroupDir string
-	if parent := m.cgroup(); parent != "" {
-		cgroupDir = filepath.Join(parent, "devspace-"+id)
-	}
 	scratch, err := m.scratchDir(group)
 	if err != nil {
 		return nil, err
 	}
 	spec := supervisorSpec{
 		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: withScratch(l.env, scratch), TTY: l.tty,
-		GraceMS: m.opts.Grace.Milliseconds(), Cgroup: cgroupDir,
+		GraceMS: m.opts.Grace.Milliseconds(),
 	}
 	if m.sandbox.Mode == SandboxLandlock {
 		spec.Sandbox = m.policy(l, scratch)
@@ -513,6 +509,15 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 		s, pooled, err := m.takeSupervisor()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
+		}
+		if parent := m.cgroup(); parent != "" {
+			// The cgroup its warm launcher was started in, and the one
+			// for the launcher it starts after this command.
+			spec.Cgroup, spec.NextCgroup = s.nextCgroup, newCgroupDir(parent)
+			if spec.Cgroup == "" {
+				spec.Cgroup = newCgroupDir(parent)
+			}
+			s.cgroup, s.nextCgroup = spec.Cgroup, spec.NextCgroup
 		}
 		ev, err = s.assign(ctx, m.opts.StartTimeout, spec, stdinChild, outChild)
 		switch {
@@ -537,6 +542,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 			return nil, fmt.Errorf("%w: supervisor failed: %v", ErrSpawn, err)
 		}
 	}
+	cgroupDir := spec.Cgroup
 	if !ev.Cgroup {
 		cgroupDir = ""
 	}

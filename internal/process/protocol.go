@@ -35,9 +35,19 @@ type supervisorSpec struct {
 	Env     []string `json:"env"`
 	TTY     bool     `json:"tty,omitempty"`
 	GraceMS int64    `json:"grace_ms"`
-	// Cgroup, when set, is the cgroup v2 directory to create for the
-	// command; the supervisor falls back to signals alone when it cannot.
+	// Cgroup, when set, is the command's cgroup v2 directory. The
+	// supervisor's warm launcher was started in it (the previous
+	// command's NextCgroup, or supervisorCgroupEnv for a supervisor's
+	// first command); otherwise the supervisor starts a launcher for it.
+	// The supervisor falls back to signals alone when it cannot create it.
 	Cgroup string `json:"cgroup,omitempty"`
+	// NextCgroup, when set, is the cgroup v2 directory of the
+	// supervisor's next command: once this command's tree is gone, the
+	// next warm launcher is started in it (clone3 with CLONE_INTO_CGROUP),
+	// so that no command waits for a move into its cgroup. Moving a
+	// process (writing cgroup.procs) waits for an RCU grace period, ~10 ms
+	// on an otherwise idle machine.
+	NextCgroup string `json:"next_cgroup,omitempty"`
 	// Sandbox, when set, is the Landlock domain the launcher enters
 	// before it execs the command.
 	Sandbox *sandbox.Policy `json:"sandbox,omitempty"`

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -90,9 +89,12 @@ func SupervisorMain(args []string) int {
 		return 1
 	}
 	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control")}
-	// The first launcher starts while the supervisor waits idle; a failure
-	// is retried when a command arrives.
-	s.launcher, _ = startLauncher()
+	// The first launcher starts while the supervisor waits idle, in the
+	// first command's cgroup when the server named one; a failure is
+	// retried when a command arrives.
+	first := os.Getenv(supervisorCgroupEnv)
+	_ = os.Unsetenv(supervisorCgroupEnv)
+	s.launcher, _ = startLauncher(first)
 	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
 		stdin, output, err := s.receiveStdio()
@@ -105,21 +107,36 @@ func SupervisorMain(args []string) int {
 	}
 }
 
+// supervisorCgroupEnv names the cgroup v2 directory of a supervisor's
+// first command, where its first launcher is started (later ones:
+// supervisorSpec.NextCgroup).
+const supervisorCgroupEnv = "DEVSPACE_SUPERVISOR_CGROUP"
+
 // dropLauncher kills and reaps the idle launcher, so that it does not
-// outlive the supervisor (it would re-parent to the server).
+// outlive the supervisor (it would re-parent to the server), and removes
+// the cgroup it was started in.
 func (s *supervisor) dropLauncher() {
 	if s.launcher == nil {
 		return
 	}
-	s.launcher.conn.Close()
-	_ = syscall.Kill(s.launcher.pid, syscall.SIGKILL)
+	s.launcher.stop()
+	s.launcher = nil
+}
+
+// stop kills and reaps a launcher that was not handed a command and
+// removes its cgroup.
+func (l *launcherProc) stop() {
+	l.conn.Close()
+	_ = syscall.Kill(l.pid, syscall.SIGKILL)
 	var ws syscall.WaitStatus
 	for {
-		if _, err := syscall.Wait4(s.launcher.pid, &ws, 0, nil); err != syscall.EINTR {
+		if _, err := syscall.Wait4(l.pid, &ws, 0, nil); err != syscall.EINTR {
 			break
 		}
 	}
-	s.launcher = nil
+	if l.cgroup != "" {
+		_ = cgroupRemove(l.cgroup, time.Second)
+	}
 }
 
 type supervisor struct {
@@ -189,7 +206,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	if err != nil {
 		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
 		if mayReuse && s.launcher == nil {
-			s.launcher, _ = startLauncher()
+			s.launcher, _ = startLauncher(s.spec.NextCgroup)
 		}
 		return mayReuse
 	}
@@ -287,67 +304,45 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		// The next command's launcher starts once this command is over
 		// (not while it runs: starting it would delay the exit report):
 		// a Go binary takes milliseconds to start, confining and exec'ing
-		// takes microseconds.
-		s.launcher, _ = startLauncher()
+		// takes microseconds. It starts in the next command's cgroup.
+		s.launcher, _ = startLauncher(s.spec.NextCgroup)
 	}
 	return reuse
 }
 
 // spawn hands the command to the pre-started launcher (or a new one), in
-// its own cgroup when asked and possible. The launcher's PID is the
-// command's: it execs the command in place.
+// its own cgroup when asked and possible: the launcher was started in it.
+// The launcher's PID is the command's: it execs the command in place.
 func (s *supervisor) spawn(stdin, output int) error {
 	for attempt := 0; ; attempt++ {
 		l := s.launcher
 		s.launcher = nil
+		if l != nil && l.forCgroup != s.spec.Cgroup {
+			// Started for another cgroup than the server named: not
+			// this command's.
+			l.stop()
+			l = nil
+		}
 		if l == nil {
 			var err error
-			if l, err = startLauncher(); err != nil {
+			if l, err = startLauncher(s.spec.Cgroup); err != nil {
 				return err
 			}
 		}
-		if s.spec.Cgroup != "" {
-			s.joinCgroup(l.pid)
-		}
+		s.cgroupDir = l.cgroup
 		rules, err := l.launch(s.spec, stdin, output)
 		if err == nil {
 			s.mainPID, s.sandboxRules = l.pid, rules
 			return nil
 		}
-		// The launcher exits after a failure (or is gone): reap it, so
-		// that nothing of this attempt is left.
-		_ = syscall.Kill(l.pid, syscall.SIGKILL)
-		var ws syscall.WaitStatus
-		for {
-			if _, werr := syscall.Wait4(l.pid, &ws, 0, nil); werr != syscall.EINTR {
-				break
-			}
-		}
-		if s.cgroupDir != "" {
-			_ = os.Remove(s.cgroupDir)
-			s.cgroupDir = ""
-		}
+		// The launcher exits after a failure (or is gone): reap it and
+		// remove its cgroup, so that nothing of this attempt is left.
+		l.stop()
+		s.cgroupDir = ""
 		if !errors.Is(err, errLauncherGone) || attempt > 0 {
 			return err
 		}
 	}
-}
-
-// joinCgroup creates the command's cgroup and moves the launcher into it
-// before it execs; the command runs without one when that fails.
-func (s *supervisor) joinCgroup(pid int) {
-	dir := s.spec.Cgroup
-	if !filepath.IsAbs(dir) {
-		return
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		_ = os.Remove(dir)
-		return
-	}
-	s.cgroupDir = dir
 }
 
 // reap collects every exited child without blocking and records whether

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,11 @@ type supervisorProc struct {
 	conn   *net.UnixConn
 	rd     *bufio.Reader
 	stderr *limitedBuffer
+	// cgroup is the cgroup of its last command, nextCgroup the one its
+	// warm launcher is started in (supervisorSpec.NextCgroup); "" without
+	// cgroups. The supervisor creates and removes them; discard removes
+	// what a supervisor that died may have left.
+	cgroup, nextCgroup string
 }
 
 // launchSupervisor starts a supervisor that waits for its command.
@@ -43,6 +49,11 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 	// The supervisor needs nothing from the server's environment (which
 	// may hold secrets); the command's environment travels in the spec.
 	cmd.Env = append([]string{"GOMAXPROCS=1"}, m.opts.SupervisorEnv...)
+	var first string
+	if parent := m.cgroup(); parent != "" {
+		first = newCgroupDir(parent)
+		cmd.Env = append(cmd.Env, supervisorCgroupEnv+"="+first)
+	}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{child}
 	cmd.Stderr = stderr
@@ -54,18 +65,31 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 		return nil, fmt.Errorf("start the supervisor: %w", err)
 	}
 	uc := conn.(*net.UnixConn)
-	return &supervisorProc{cmd: cmd, conn: uc, rd: bufio.NewReaderSize(uc, 4<<10), stderr: stderr}, nil
+	return &supervisorProc{cmd: cmd, conn: uc, rd: bufio.NewReaderSize(uc, 4<<10), stderr: stderr, nextCgroup: first}, nil
 }
 
+// newCgroupDir names a fresh cgroup for a command under parent.
+func newCgroupDir(parent string) string { return filepath.Join(parent, "devspace-"+randomToken(12)) }
+
 // discard closes the socket of a supervisor that has no tree (an idle one
-// exits on EOF; an assigned one kills its tree first) and reaps it.
+// exits on EOF; an assigned one kills its tree first) and reaps it. A
+// supervisor removes its cgroups itself; those a killed one left are
+// removed here (what they still hold is killed).
 func (s *supervisorProc) discard(wait bool) {
 	_ = s.conn.Close()
-	if wait {
+	reap := func() {
 		_ = s.cmd.Wait()
+		for _, dir := range []string{s.cgroup, s.nextCgroup} {
+			if dir != "" {
+				_ = cgroupRemove(dir, time.Second)
+			}
+		}
+	}
+	if wait {
+		reap()
 		return
 	}
-	go func() { _ = s.cmd.Wait() }()
+	go reap()
 }
 
 // refillDelay is how long an empty pool waits before starting supervisors.

@@ -1,0 +1,159 @@
+package process
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// testMoveLauncherEnv makes this test binary, as a supervisor, start its
+// launchers outside their cgroup and move them in (the fallback where
+// clone3 is refused).
+const testMoveLauncherEnv = "DEVSPACE_TEST_MOVE_LAUNCHER"
+
+// cgroupOf returns the cgroup v2 directory pid is in.
+func cgroupOf(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatalf("cgroup of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rel, ok := strings.CutPrefix(line, "0::"); ok {
+			return filepath.Join(cgroup2Mount(), rel)
+		}
+	}
+	t.Fatalf("no cgroup v2 entry for %d: %q", pid, b)
+	return ""
+}
+
+// waitInCgroup waits until pid is in dir (a moved launcher gets there a
+// moment after it starts).
+func waitInCgroup(t *testing.T, pid int, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for cgroupOf(t, pid) != dir {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is in %s, want %s", pid, cgroupOf(t, pid), dir)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitHangup waits until the peer of conn has closed its end.
+func waitHangup(t *testing.T, conn syscall.Conn) {
+	t.Helper()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var hup bool
+		_ = rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+			n, _ := unix.Poll(fds, 0)
+			hup = n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLRDHUP) != 0
+		})
+		if hup {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the peer never closed its end")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestLauncherWaitsInItsCommandsCgroup: a command's cgroup exists before
+// the command does. Each warm launcher is started in the cgroup of the
+// command it will become (clone3 into it, or, where clone3 is refused,
+// moved in right after its start): moving a process into a cgroup waits
+// for an RCU grace period (~10 ms on an idle machine), which a command
+// would otherwise wait for. The command runs in that cgroup and it is
+// removed with the command's tree; the cgroup of the next warm launcher
+// is removed with its supervisor, also when the supervisor was killed.
+func TestLauncherWaitsInItsCommandsCgroup(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		env  []string
+	}{{"clone_into_cgroup", nil}, {"move", []string{testMoveLauncherEnv + "=1"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			m := newTestManager(t, Options{IdleSupervisors: 1, SupervisorEnv: mode.env}, true)
+			warm := func() (*supervisorProc, int) {
+				t.Helper()
+				for sup, launcher := range warmLaunchers(t, m) {
+					m.mu.Lock()
+					defer m.mu.Unlock()
+					for _, s := range m.idle {
+						if s.cmd.Process.Pid == sup {
+							return s, launcher
+						}
+					}
+				}
+				t.Fatal("no idle supervisor")
+				return nil, 0
+			}
+			s, launcher := warm()
+			want := s.nextCgroup
+			if want == "" || filepath.Dir(want) != m.cgroup() {
+				t.Fatalf("the idle supervisor's next cgroup is %q (parent %q)", want, m.cgroup())
+			}
+			waitInCgroup(t, launcher, want)
+
+			p := startT(t, m, Spec{Program: "cat", Args: []string{"/proc/self/cgroup"}, Env: BaseEnv(nil), CloseStdin: true})
+			if st := waitExit(t, p, 10*time.Second); st.ExitCode == nil || *st.ExitCode != 0 {
+				t.Fatalf("cat /proc/self/cgroup: %+v %s", st, p.Tail(4096))
+			}
+			<-p.Done()
+			if p.pid != launcher || p.cgroupDir != want {
+				t.Fatalf("the command ran as %d in %q; the warm launcher was %d in %q", p.pid, p.cgroupDir, launcher, want)
+			}
+			rel := "0::/" + strings.TrimPrefix(strings.TrimPrefix(want, cgroup2Mount()), "/")
+			if out := p.Tail(4096); !bytes.Contains(out, []byte(rel+"\n")) {
+				t.Fatalf("the command saw its cgroup as %q, want %q", out, rel)
+			}
+			if _, err := os.Stat(want); !os.IsNotExist(err) {
+				t.Errorf("the command's cgroup outlived its tree: %v", err)
+			}
+
+			// The same supervisor's next launcher waits in the next
+			// command's cgroup; killing the supervisor leaves that cgroup
+			// for the Manager to remove.
+			s, launcher = warm()
+			next := s.nextCgroup
+			if next == want || next == "" {
+				t.Fatalf("next cgroup %q after %q", next, want)
+			}
+			waitInCgroup(t, launcher, next)
+			if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			// Gone, its socket closed (a Go process's descriptors close
+			// when its last thread has exited, after its leader shows
+			// as a zombie), so that the next Start finds it gone rather
+			// than dying under it.
+			waitHangup(t, s.conn)
+			p = startT(t, m, Spec{Program: "true", Env: BaseEnv(nil), CloseStdin: true})
+			waitExit(t, p, 10*time.Second)
+			<-p.Done()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := os.Stat(next); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the killed supervisor's next cgroup is still there")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
