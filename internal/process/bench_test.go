@@ -21,14 +21,18 @@ func BenchmarkExecTrue(b *testing.B) {
 	// "spaced" leaves 100 ms between commands (untimed), as a model's
 	// turns do: the next launcher is ready by then. Back to back, each
 	// command waits for its launcher (a Go binary) to start.
+	// "cgroup" gives each command its own cgroup (skipped where none is
+	// delegated): a command waits for nothing there, because its launcher
+	// was started in it.
 	for _, tc := range []struct {
-		name   string
-		off    bool
-		spaced bool
-	}{{"devspace", false, false}, {"devspace-sandbox-off", true, false},
-		{"devspace-spaced", false, true}, {"devspace-sandbox-off-spaced", true, true}} {
+		name           string
+		off            bool
+		spaced, cgroup bool
+	}{{"devspace", false, false, false}, {"devspace-sandbox-off", true, false, false},
+		{"devspace-spaced", false, true, false}, {"devspace-sandbox-off-spaced", true, true, false},
+		{"devspace-cgroup", false, false, true}, {"devspace-cgroup-spaced", false, true, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			m := newTestManager(b, Options{Sandbox: SandboxOptions{Off: tc.off}}, false)
+			m := newTestManager(b, Options{Sandbox: SandboxOptions{Off: tc.off}}, tc.cgroup)
 			ctx := context.Background()
 			spec := Spec{Program: "true", Dir: b.TempDir(), Env: BaseEnv(nil), CloseStdin: true}
 			var last *Process

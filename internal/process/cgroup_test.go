@@ -157,3 +157,40 @@ func TestLauncherWaitsInItsCommandsCgroup(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleSupervisorTerminated: a SIGTERM ends an idle supervisor as its
+// default disposition did, but in order: its warm launcher is killed and
+// reaped and the launcher's cgroup removed before it exits (signals are
+// routed to the supervisor for its whole life, not only during commands).
+// The pool then serves the next command with a fresh supervisor.
+func TestIdleSupervisorTerminated(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 1}, true)
+	var s *supervisorProc
+	var launcher int
+	for sup, l := range warmLaunchers(t, m) {
+		m.mu.Lock()
+		s = m.idle[0]
+		m.mu.Unlock()
+		if s.cmd.Process.Pid != sup {
+			t.Fatalf("idle supervisor %d, warm launcher's parent %d", s.cmd.Process.Pid, sup)
+		}
+		launcher = l
+	}
+	cg := s.nextCgroup
+	waitInCgroup(t, launcher, cg)
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitHangup(t, s.conn)
+	if e, ok := readProcStat(launcher); ok {
+		t.Errorf("the warm launcher outlived its supervisor: %+v", e)
+	}
+	if _, err := os.Stat(cg); !os.IsNotExist(err) {
+		t.Errorf("the warm launcher's cgroup outlived its supervisor: %v", err)
+	}
+	p := startT(t, m, Spec{Program: "true", Env: BaseEnv(nil), CloseStdin: true})
+	if st := waitExit(t, p, 10*time.Second); st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Errorf("state %+v", st)
+	}
+	<-p.Done()
+}

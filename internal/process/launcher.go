@@ -131,6 +131,7 @@ func LauncherMain(args []string) int {
 	if err != nil {
 		return 1
 	}
+	warmUp()
 	stdin, output, err := recvStdio(rc)
 	if err != nil {
 		return 0 // EOF: the supervisor is gone or drains its launcher
@@ -185,6 +186,23 @@ func LauncherMain(args []string) int {
 	reply(launcherReply{Exec: true, Sandbox: enforced})
 	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
 	return fail("exec", err)
+}
+
+// warmUp does, while the launcher waits, what a fresh process does slowly
+// the first time and every command's start needs: encoding/json's type
+// caches for the spec and the reply, and the code and system calls of a
+// Landlock ruleset (one is built for the system paths and closed, never
+// entered). It leaves nothing behind that a command could see.
+func warmUp() {
+	var spec supervisorSpec
+	_ = json.Unmarshal([]byte(`{"id":"","path":"","argv":[""],"dir":"","env":[""],"grace_ms":0,"sandbox":{"read_exec":[""],"read_write":[""],"read_files":[""],"devices":[""]}}`), &spec)
+	_, _ = json.Marshal(launcherReply{Exec: true})
+	if st := sandbox.Probe(); st.Available() {
+		p := sandbox.Policy{ReadExec: sandbox.SystemPaths(), ReadFiles: sandbox.ReadablePaths(), Devices: sandbox.DevicePaths()}
+		if fd, err := sandbox.Ruleset(st.ABI, p); err == nil {
+			syscall.Close(fd)
+		}
+	}
 }
 
 // launcherParentEnv carries the supervisor's PID to its launcher (only

@@ -88,7 +88,14 @@ func SupervisorMain(args []string) int {
 	if err := syscall.SetNonblock(ctlFD, true); err != nil {
 		return 1
 	}
-	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control")}
+	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control"), sigc: make(chan os.Signal, 16)}
+	// Signals reach the supervisor through sigc for its whole life:
+	// enabling and disabling them for each command cost a round trip to
+	// the runtime's signal thread per signal (~75 us per command back to
+	// back, ~400 us after a pause). While idle, SIGTERM, SIGINT and SIGHUP
+	// end it, as their default dispositions would, but in order: its
+	// launcher and that launcher's cgroup go with it.
+	signal.Notify(s.sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	// The first launcher starts while the supervisor waits idle, in the
 	// first command's cgroup when the server named one; a failure is
 	// retried when a command arrives.
@@ -97,9 +104,9 @@ func SupervisorMain(args []string) int {
 	s.launcher, _ = startLauncher(first)
 	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
-		stdin, output, err := s.receiveStdio()
+		stdin, output, err := s.awaitCommand()
 		if err != nil {
-			return 0 // EOF: the server drained its pool, or died
+			return 0 // EOF (the server drained its pool, or died) or a signal
 		}
 		if !s.job(stdin, output, jobs < maxSupervisorJobs) {
 			return 0
@@ -142,6 +149,7 @@ func (l *launcherProc) stop() {
 type supervisor struct {
 	self     int
 	ctl      *os.File
+	sigc     chan os.Signal // SIGCHLD, SIGTERM, SIGINT, SIGHUP
 	wmu      sync.Mutex
 	launcher *launcherProc // started ahead of the next command; nil if none
 
@@ -166,14 +174,45 @@ func (s *supervisor) send(ev event) {
 	_, _ = s.ctl.Write(b) // the server may be gone; the tree is killed anyway
 }
 
-// receiveStdio waits, idle, for the command's stdin and output
-// descriptors (recvStdio).
-func (s *supervisor) receiveStdio() (stdin, output int, err error) {
+// errTerminated means a signal ended an idle supervisor.
+var errTerminated = errors.New("terminated while idle")
+
+// awaitCommand waits, idle, for the next command's stdin and output
+// descriptors (recvStdio). A SIGTERM, SIGINT or SIGHUP meanwhile ends the
+// wait with errTerminated (a SIGCHLD is the idle launcher's, which reap
+// handles).
+func (s *supervisor) awaitCommand() (stdin, output int, err error) {
 	rc, err := s.ctl.SyscallConn()
 	if err != nil {
 		return -1, -1, err
 	}
-	return recvStdio(rc)
+	stop := make(chan struct{})
+	terminated := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case sig := <-s.sigc:
+				if sig != syscall.SIGCHLD {
+					_ = s.ctl.SetReadDeadline(time.Now())
+					terminated <- true
+					return
+				}
+			case <-stop:
+				terminated <- false
+				return
+			}
+		}
+	}()
+	stdin, output, err = recvStdio(rc)
+	close(stop)
+	if <-terminated {
+		if err == nil {
+			syscall.Close(stdin)
+			syscall.Close(output)
+		}
+		return -1, -1, errTerminated
+	}
+	return stdin, output, err
 }
 
 // job runs one command to the end of its tree. It reports whether the
@@ -194,12 +233,6 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		s.send(event{Event: evSpawnError, Error: "invalid supervisor request"})
 		return false
 	}
-	sigc := make(chan os.Signal, 16)
-	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// Between commands an idle supervisor keeps the default dispositions:
-	// SIGTERM ends it.
-	defer signal.Reset(syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-
 	err = s.spawn(stdin, output)
 	syscall.Close(stdin)
 	syscall.Close(output)
@@ -257,19 +290,19 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 			// may outlive an interrupt.
 			if n := s.alive(); n > 0 {
 				s.send(event{Event: evEscalated, Killed: n})
-				s.killTree(sigc, escalateGrace)
+				s.killTree(s.sigc, escalateGrace)
 			}
-		case sig := <-sigc:
+		case sig := <-s.sigc:
 			if sig != syscall.SIGCHLD {
 				signaled = true
-				s.killTree(sigc, grace)
+				s.killTree(s.sigc, grace)
 			}
 		case r := <-reqs:
 			switch r.Op {
 			case opSignal:
 				s.signalTree(syscall.Signal(r.Signal))
 			case opKill:
-				s.killTree(sigc, time.Duration(r.GraceMS)*time.Millisecond)
+				s.killTree(s.sigc, time.Duration(r.GraceMS)*time.Millisecond)
 			case opInterrupt:
 				s.signalTree(syscall.SIGINT)
 				if escalate == nil {
@@ -280,7 +313,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		case <-eof:
 			// The server is gone: nobody may outlive it.
 			serverGone = true
-			s.killTree(sigc, grace)
+			s.killTree(s.sigc, grace)
 		case <-tick.C:
 		}
 	}
