@@ -163,6 +163,43 @@ func cgroupMove(dir string, pid int) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 
+// removeEmptyCgroups removes the command cgroups (newCgroupDir's names)
+// under parent that hold no process, and returns how many. They are what
+// a server and its supervisors killed together (an OOM kill, a service
+// manager's final SIGKILL) leave behind. rmdir removes only an empty
+// cgroup, so a cgroup of another server sharing parent that is in use is
+// left alone; one that another server has just made for its next launcher
+// and not yet entered costs that server the slower start of a launcher
+// outside its cgroup, moved in after.
+func removeEmptyCgroups(parent string) int {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() && isCommandCgroup(e.Name()) && os.Remove(filepath.Join(parent, e.Name())) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// isCommandCgroup reports whether name is one newCgroupDir makes:
+// "devspace-" and 24 lowercase hex digits.
+func isCommandCgroup(name string) bool {
+	hex, ok := strings.CutPrefix(name, "devspace-")
+	if !ok || len(hex) != 24 {
+		return false
+	}
+	for _, c := range hex {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // cgroupKill sends SIGKILL to every process of the cgroup (cgroup.kill).
 func cgroupKill(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)

@@ -3,6 +3,7 @@ package process
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -158,39 +159,41 @@ func TestLauncherWaitsInItsCommandsCgroup(t *testing.T) {
 	}
 }
 
-// TestIdleSupervisorTerminated: a SIGTERM ends an idle supervisor as its
-// default disposition did, but in order: its warm launcher is killed and
-// reaped and the launcher's cgroup removed before it exits (signals are
-// routed to the supervisor for its whole life, not only during commands).
-// The pool then serves the next command with a fresh supervisor.
-func TestIdleSupervisorTerminated(t *testing.T) {
-	m := newTestManager(t, Options{IdleSupervisors: 1}, true)
-	var s *supervisorProc
-	var launcher int
-	for sup, l := range warmLaunchers(t, m) {
-		m.mu.Lock()
-		s = m.idle[0]
-		m.mu.Unlock()
-		if s.cmd.Process.Pid != sup {
-			t.Fatalf("idle supervisor %d, warm launcher's parent %d", s.cmd.Process.Pid, sup)
-		}
-		launcher = l
+// TestEmptyCommandCgroupsRemoved: a Manager removes the empty command
+// cgroups an earlier run left (a server killed with its supervisors leaves
+// its warm launchers' cgroups), and leaves alone one that holds a process
+// (another server's command) and anything not named like its own.
+func TestEmptyCommandCgroupsRemoved(t *testing.T) {
+	parent, _, err := cgroupParent()
+	if err != nil {
+		t.Skip("no delegated cgroup v2 here")
 	}
-	cg := s.nextCgroup
-	waitInCgroup(t, launcher, cg)
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	empty, busy := newCgroupDir(parent), newCgroupDir(parent)
+	other := filepath.Join(parent, "devspace-other-"+randomToken(4))
+	for _, dir := range []string{empty, busy, other} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cgroupRemove(dir, time.Second) })
+	}
+	sleeper := exec.Command("sleep", "60")
+	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitHangup(t, s.conn)
-	if e, ok := readProcStat(launcher); ok {
-		t.Errorf("the warm launcher outlived its supervisor: %+v", e)
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	if err := cgroupMove(busy, sleeper.Process.Pid); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(cg); !os.IsNotExist(err) {
-		t.Errorf("the warm launcher's cgroup outlived its supervisor: %v", err)
+	newTestManager(t, Options{IdleSupervisors: -1}, true) // waits for its cgroup probe
+	if _, err := os.Stat(empty); !os.IsNotExist(err) {
+		t.Errorf("the empty command cgroup was left: %v", err)
 	}
-	p := startT(t, m, Spec{Program: "true", Env: BaseEnv(nil), CloseStdin: true})
-	if st := waitExit(t, p, 10*time.Second); st.ExitCode == nil || *st.ExitCode != 0 {
-		t.Errorf("state %+v", st)
+	for _, dir := range []string{busy, other} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(dir), err)
+		}
 	}
-	<-p.Done()
+	if cgroupOf(t, sleeper.Process.Pid) != busy {
+		t.Error("the other command left its cgroup")
+	}
 }

@@ -358,13 +358,13 @@ var errLauncherGone = errors.New("launcher is gone")
 // command's.
 func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRules string, err error) {
 	defer l.conn.Close()
+	b, err := json.Marshal(spec) // first, so that it follows the descriptors at once
+	if err != nil {
+		return "", err
+	}
 	rights := syscall.UnixRights(stdin, output)
 	if err := syscall.Sendmsg(int(l.conn.Fd()), []byte{'F'}, rights, nil, 0); err != nil {
 		return "", errLauncherGone
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return "", err
 	}
 	if _, err := l.conn.Write(append(b, '\n')); err != nil {
 		return "", errLauncherGone

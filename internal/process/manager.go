@@ -270,6 +270,9 @@ func (m *Manager) probeCgroup() string {
 	if err != nil {
 		return ""
 	}
+	if n := removeEmptyCgroups(dir); n > 0 {
+		m.log.Info("removed empty command cgroups left by an earlier run", "count", n)
+	}
 	return dir
 }
 
@@ -521,8 +524,9 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 		}
 		ev, err = s.assign(ctx, m.opts.StartTimeout, spec, stdinChild, outChild)
 		switch {
-		case errors.Is(err, errStaleSupervisor) && pooled && attempt == 0:
-			s.discard(false) // died while idle; nothing ran
+		case errors.Is(err, errStaleSupervisor) && pooled && attempt == 0,
+			err == nil && ev.Event == evSpawnError && ev.Retry && attempt == 0:
+			s.discard(false) // died or was ended while idle; nothing ran
 		case err == nil && ev.Event == evStarted:
 			sup = s
 		case err == nil && ev.Event == evSpawnError:

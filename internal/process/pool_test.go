@@ -70,21 +70,27 @@ func TestSupervisorReuse(t *testing.T) {
 	}
 }
 
-func TestIdleSupervisorDied(t *testing.T) {
-	m := newTestManager(t, Options{IdleSupervisors: 1}, false)
+// waitPool waits until m's pool holds n idle supervisors.
+func waitPool(t *testing.T, m *Manager, n int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		m.mu.Lock()
-		n := len(m.idle)
+		idle := len(m.idle)
 		m.mu.Unlock()
-		if n == 1 {
-			break
+		if idle == n {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the pool never filled")
+			t.Fatalf("the pool holds %d idle supervisors, want %d", idle, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+func TestIdleSupervisorDied(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 1}, false)
+	waitPool(t, m, 1)
 	m.mu.Lock()
 	idle := m.idle[0]
 	m.mu.Unlock()

@@ -101,4 +101,7 @@ type event struct {
 	// Reusable on done or spawn_error: the supervisor waits for another
 	// command instead of exiting.
 	Reusable bool `json:"reusable,omitempty"`
+	// Retry on spawn_error: nothing ran and the supervisor is exiting (a
+	// signal ended it as the command arrived); another may be tried.
+	Retry bool `json:"retry,omitempty"`
 }

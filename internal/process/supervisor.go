@@ -88,14 +88,18 @@ func SupervisorMain(args []string) int {
 	if err := syscall.SetNonblock(ctlFD, true); err != nil {
 		return 1
 	}
-	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control"), sigc: make(chan os.Signal, 16)}
-	// Signals reach the supervisor through sigc for its whole life:
-	// enabling and disabling them for each command cost a round trip to
-	// the runtime's signal thread per signal (~75 us per command back to
-	// back, ~400 us after a pause). While idle, SIGTERM, SIGINT and SIGHUP
-	// end it, as their default dispositions would, but in order: its
-	// launcher and that launcher's cgroup go with it.
-	signal.Notify(s.sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	s := &supervisor{self: os.Getpid(), ctl: os.NewFile(ctlFD, "devspace-control"),
+		chld: make(chan os.Signal, 1), term: make(chan os.Signal, 4)}
+	// Signals reach the supervisor through chld and term for its whole
+	// life: enabling and disabling them for each command cost a round trip
+	// to the runtime's signal thread per signal (~75 us per command back
+	// to back, ~400 us after a pause). SIGCHLDs coalesce in their own
+	// channel, so that a flood of them cannot crowd out a SIGTERM (a full
+	// channel drops the signal). While idle, SIGTERM, SIGINT and SIGHUP end
+	// the supervisor, as their default dispositions would, but in order:
+	// its launcher and that launcher's cgroup go with it.
+	signal.Notify(s.chld, syscall.SIGCHLD)
+	signal.Notify(s.term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	// The first launcher starts while the supervisor waits idle, in the
 	// first command's cgroup when the server named one; a failure is
 	// retried when a command arrives.
@@ -147,11 +151,15 @@ func (l *launcherProc) stop() {
 }
 
 type supervisor struct {
-	self     int
-	ctl      *os.File
-	sigc     chan os.Signal // SIGCHLD, SIGTERM, SIGINT, SIGHUP
-	wmu      sync.Mutex
-	launcher *launcherProc // started ahead of the next command; nil if none
+	self int
+	ctl  *os.File
+	chld chan os.Signal // SIGCHLD
+	term chan os.Signal // SIGTERM, SIGINT, SIGHUP
+	// terminated: a SIGTERM, SIGINT or SIGHUP arrived; the supervisor
+	// kills its tree and exits after it.
+	terminated bool
+	wmu        sync.Mutex
+	launcher   *launcherProc // started ahead of the next command; nil if none
 
 	// Per command:
 	spec         supervisorSpec
@@ -179,40 +187,54 @@ var errTerminated = errors.New("terminated while idle")
 
 // awaitCommand waits, idle, for the next command's stdin and output
 // descriptors (recvStdio). A SIGTERM, SIGINT or SIGHUP meanwhile ends the
-// wait with errTerminated (a SIGCHLD is the idle launcher's, which reap
-// handles).
+// wait with errTerminated and refuses a command that arrived with it
+// before anything ran (a spawn_error with Retry: the server tries another
+// supervisor), so that a signal sent to an idle supervisor never kills a
+// command assigned to it a moment later.
 func (s *supervisor) awaitCommand() (stdin, output int, err error) {
 	rc, err := s.ctl.SyscallConn()
 	if err != nil {
 		return -1, -1, err
 	}
 	stop := make(chan struct{})
-	terminated := make(chan bool, 1)
+	watched := make(chan bool, 1)
 	go func() {
-		for {
-			select {
-			case sig := <-s.sigc:
-				if sig != syscall.SIGCHLD {
-					_ = s.ctl.SetReadDeadline(time.Now())
-					terminated <- true
-					return
-				}
-			case <-stop:
-				terminated <- false
-				return
-			}
+		select {
+		case <-s.term:
+			_ = s.ctl.SetReadDeadline(time.Now())
+			watched <- true
+		case <-stop:
+			watched <- false
 		}
 	}()
 	stdin, output, err = recvStdio(rc)
 	close(stop)
-	if <-terminated {
+	if <-watched || s.termPending() {
+		s.terminated = true
 		if err == nil {
 			syscall.Close(stdin)
 			syscall.Close(output)
 		}
+		// An assignment may have arrived, or be under way: it is refused
+		// before anything ran. The server reads events only after it
+		// assigned a command, so an idle server never sees this one.
+		s.send(event{Event: evSpawnError, Error: "the supervisor is shutting down", Retry: true})
 		return -1, -1, errTerminated
 	}
 	return stdin, output, err
+}
+
+// termPending reports whether a SIGTERM, SIGINT or SIGHUP is waiting:
+// the runtime's signal goroutine is given the chance to deliver one
+// caught a moment ago (this process runs one goroutine at a time).
+func (s *supervisor) termPending() bool {
+	runtime.Gosched()
+	select {
+	case <-s.term:
+		return true
+	default:
+		return false
+	}
 }
 
 // job runs one command to the end of its tree. It reports whether the
@@ -231,6 +253,14 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		syscall.Close(stdin)
 		syscall.Close(output)
 		s.send(event{Event: evSpawnError, Error: "invalid supervisor request"})
+		return false
+	}
+	if s.termPending() {
+		// Ended as the command arrived: refused before anything ran.
+		s.terminated = true
+		syscall.Close(stdin)
+		syscall.Close(output)
+		s.send(event{Event: evSpawnError, Error: "the supervisor is shutting down", Retry: true})
 		return false
 	}
 	err = s.spawn(stdin, output)
@@ -271,7 +301,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	}()
 
 	grace := time.Duration(s.spec.GraceMS) * time.Millisecond
-	serverGone, signaled := false, false
+	serverGone := false
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	// escalate fires when an interrupt's grace is over.
@@ -290,19 +320,18 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 			// may outlive an interrupt.
 			if n := s.alive(); n > 0 {
 				s.send(event{Event: evEscalated, Killed: n})
-				s.killTree(s.sigc, escalateGrace)
+				s.killTree(escalateGrace)
 			}
-		case sig := <-s.sigc:
-			if sig != syscall.SIGCHLD {
-				signaled = true
-				s.killTree(s.sigc, grace)
-			}
+		case <-s.chld:
+		case <-s.term:
+			s.terminated = true
+			s.killTree(grace)
 		case r := <-reqs:
 			switch r.Op {
 			case opSignal:
 				s.signalTree(syscall.Signal(r.Signal))
 			case opKill:
-				s.killTree(s.sigc, time.Duration(r.GraceMS)*time.Millisecond)
+				s.killTree(time.Duration(r.GraceMS) * time.Millisecond)
 			case opInterrupt:
 				s.signalTree(syscall.SIGINT)
 				if escalate == nil {
@@ -313,7 +342,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		case <-eof:
 			// The server is gone: nobody may outlive it.
 			serverGone = true
-			s.killTree(s.sigc, grace)
+			s.killTree(grace)
 		case <-tick.C:
 		}
 	}
@@ -331,7 +360,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		serverGone = true
 	default:
 	}
-	reuse := mayReuse && !serverGone && !signaled
+	reuse := mayReuse && !serverGone && !s.terminated
 	s.send(event{Event: evDone, Orphans: len(s.orphans), Reusable: reuse})
 	if reuse && s.launcher == nil {
 		// The next command's launcher starts once this command is over
@@ -519,7 +548,7 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 // it to exit, then SIGKILL rounds until wait4 reports no child left. A
 // process with a pending SIGKILL cannot fork, so every round shrinks the
 // set of processes that can still create new ones.
-func (s *supervisor) killTree(sigc <-chan os.Signal, grace time.Duration) {
+func (s *supervisor) killTree(grace time.Duration) {
 	s.reap()
 	if s.empty {
 		return
@@ -532,7 +561,7 @@ func (s *supervisor) killTree(sigc <-chan os.Signal, grace time.Duration) {
 		if s.empty {
 			return
 		}
-		s.pause(sigc, min(10*time.Millisecond, time.Until(deadline)))
+		s.pause(min(10*time.Millisecond, time.Until(deadline)))
 	}
 	for {
 		if s.cgroupDir != "" {
@@ -543,19 +572,23 @@ func (s *supervisor) killTree(sigc <-chan os.Signal, grace time.Duration) {
 		if s.empty {
 			return
 		}
-		s.pause(sigc, 5*time.Millisecond)
+		s.pause(5 * time.Millisecond)
 	}
 }
 
-// pause waits for a signal (SIGCHLD usually) or d.
-func (s *supervisor) pause(sigc <-chan os.Signal, d time.Duration) {
+// pause waits for a signal (SIGCHLD usually) or d. A SIGTERM, SIGINT
+// or SIGHUP is remembered (terminated): the kill under way goes on, and
+// the supervisor exits after it.
+func (s *supervisor) pause(d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-sigc:
+	case <-s.chld:
+	case <-s.term:
+		s.terminated = true
 	case <-t.C:
 	}
 }

@@ -111,6 +111,12 @@ func (s *supervisorProc) assign(ctx context.Context, bound time.Duration, spec s
 	stop := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Now()) })
 	defer stop()
 
+	// The spec is encoded first, so that it follows the descriptors at
+	// once and the supervisor finds both when it wakes.
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return event{}, err
+	}
 	// Fd puts the descriptors in blocking mode, which is what the command
 	// expects of its stdio.
 	rights := syscall.UnixRights(int(stdin.Fd()), int(output.Fd()))
@@ -120,11 +126,12 @@ func (s *supervisorProc) assign(ctx context.Context, bound time.Duration, spec s
 		}
 		return event{}, err
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return event{}, err
-	}
 	if _, err := s.conn.Write(append(b, '\n')); err != nil {
+		// A supervisor gone before the whole spec line reached it cannot
+		// have run the command: it needs the line's end.
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			return event{}, errStaleSupervisor
+		}
 		return event{}, fmt.Errorf("send spec: %w", err)
 	}
 	line, err := readLine(s.rd, 64<<10)
