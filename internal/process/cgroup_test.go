@@ -2,6 +2,7 @@ package process
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // testMoveLauncherEnv makes this test binary, as a supervisor, start its
@@ -196,4 +200,87 @@ func TestEmptyCommandCgroupsRemoved(t *testing.T) {
 	if cgroupOf(t, sleeper.Process.Pid) != busy {
 		t.Error("the other command left its cgroup")
 	}
+}
+
+// TestConfinedCommandStaysInItsCgroup replays an escape from a command's
+// cgroup: the command opens the parent cgroup with O_PATH (Landlock does
+// not cover O_PATH) and starts a child there with clone3 and
+// CLONE_INTO_CGROUP (whose permission check is not a file open either).
+// Confined, clone3 fails with ENOSYS (the sandbox's seccomp filter) and
+// forking still works; with the sandbox off, the same program does move a
+// child out, which shows the attack is real and detected.
+func TestConfinedCommandStaysInItsCgroup(t *testing.T) {
+	if !sandbox.Probe().Available() {
+		t.Skip("no Landlock on this kernel")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []bool{false, true} {
+		m := newTestManager(t, Options{Sandbox: SandboxOptions{Off: off}}, true)
+		root := t.TempDir()
+		attack := filepath.Join(root, "attack")
+		if err := os.WriteFile(attack, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := startT(t, m, Spec{Program: attack, Args: []string{"__testclone3", m.cgroup()}, Dir: root, Root: root,
+			Env: BaseEnv(nil), CloseStdin: true})
+		waitExit(t, p, 10*time.Second)
+		out := strings.TrimSpace(string(p.Tail(4096)))
+		if !off {
+			if out != "clone3: function not implemented" {
+				t.Errorf("confined: %q, want clone3 refused with ENOSYS", out)
+			}
+			q := startT(t, m, Spec{Shell: true, Command: "sleep 0 & wait && echo forked", Dir: root, Root: root, Env: BaseEnv(nil), CloseStdin: true})
+			waitExit(t, q, 10*time.Second)
+			if got := strings.TrimSpace(string(q.Tail(4096))); got != "forked" {
+				t.Errorf("confined, a plain fork: %q", got)
+			}
+			_ = p.Kill("test") // a child that did escape would keep the tree alive
+			<-p.Done()
+			continue
+		}
+		pid, ok := strings.CutPrefix(out, "child ")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil {
+			t.Fatalf("sandbox off: %q, want the escaped child's PID", out)
+		}
+		if got := cgroupOf(t, n); got != m.cgroup() {
+			t.Errorf("sandbox off: the child is in %s, want the parent cgroup %s", got, m.cgroup())
+		}
+		_ = syscall.Kill(n, syscall.SIGKILL)
+		<-p.Done()
+	}
+}
+
+// testClone3Main is the attack of TestConfinedCommandStaysInItsCgroup: it
+// starts a child in the cgroup directory args[0] with clone3 and prints
+// the child's PID (the child waits to be killed), or clone3's error.
+func testClone3Main(args []string) int {
+	fd, err := unix.Open(args[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fmt.Println("open:", err)
+		return 1
+	}
+	// struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal,
+	// stack, stack_size, tls, set_tid, set_tid_size, cgroup.
+	var ca [11]uint64
+	ca[0], ca[4], ca[10] = unix.CLONE_INTO_CGROUP, uint64(unix.SIGCHLD), uint64(fd)
+	pid, _, errno := unix.RawSyscall(435, uintptr(unsafe.Pointer(&ca)), unsafe.Sizeof(ca), 0)
+	if errno != 0 {
+		fmt.Println("clone3:", errno)
+		return 0
+	}
+	if pid == 0 {
+		for { // the child: no runtime here, only system calls
+			unix.RawSyscall(unix.SYS_PPOLL, 0, 0, 0)
+		}
+	}
+	fmt.Println("child", pid)
+	return 0
 }

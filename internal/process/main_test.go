@@ -25,6 +25,8 @@ func TestMain(m *testing.M) {
 			}
 			code, _ := InternalMain(os.Args[1:])
 			os.Exit(code)
+		case "__testclone3":
+			os.Exit(testClone3Main(os.Args[2:]))
 		case "__testrefuse":
 			os.Exit(testRefuseMain())
 		case "__testserver":

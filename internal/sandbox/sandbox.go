@@ -148,7 +148,9 @@ func handledFS(abi int) uint64 {
 }
 
 // Restrict sets no_new_privs and enters a new Landlock domain built from
-// p, on the calling OS thread only. The caller must hold
+// p, on the calling OS thread only, and denies that thread clone3 (a
+// seccomp filter: denyClone3), which would let it start processes in
+// other cgroups. The caller must hold
 // runtime.LockOSThread and exec right after: the exec'd program inherits
 // the domain, other threads of the caller do not. It returns the rules
 // enforced. Errors wrap ErrUnavailable when the kernel has no Landlock.
@@ -167,6 +169,9 @@ func Restrict(p Policy) (Features, error) {
 	}
 	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
 		return Features{}, fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	if err := denyClone3(); err != nil {
+		return Features{}, fmt.Errorf("seccomp filter: %w", err)
 	}
 	return st.Features(), nil
 }
