@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // CgroupAvailable reports whether commands can get their own cgroup v2 with
@@ -132,34 +130,21 @@ func currentCgroup() (string, error) {
 	return "", errors.New("no cgroup v2 entry")
 }
 
-// openCgroup creates the cgroup directory dir (absolute; it may exist)
-// and returns an O_PATH descriptor of it for clone3, or -1 when dir is ""
-// or cannot be created or opened.
-func openCgroup(dir string) int {
-	if !filepath.IsAbs(dir) {
-		return -1
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return -1
-	}
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		_ = os.Remove(dir)
-		return -1
-	}
-	return fd
-}
-
-// cgroupMove creates the cgroup directory dir if needed and moves pid
-// into it. The kernel makes the writer wait for an RCU grace period
-// (milliseconds on an idle machine), so it is done ahead of need.
-func cgroupMove(dir string, pid int) error {
+// makeCgroup creates the cgroup directory dir (absolute; it may exist).
+func makeCgroup(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return errors.New("cgroup path is not absolute")
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
+	return nil
+}
+
+// cgroupMove moves pid into the existing cgroup dir. The kernel makes the
+// writer wait for an RCU grace period (milliseconds on an idle machine),
+// so it is done ahead of need.
+func cgroupMove(dir string, pid int) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 

@@ -311,34 +311,29 @@ func startLauncher(cgroup string) (*launcherProc, error) {
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
 	argv := []string{filepath.Base(exe), LauncherCommand}
-	placed := ""
 	var pid int
-	if cloneIntoCgroup {
-		if cgfd := openCgroup(cgroup); cgfd >= 0 {
+	placed := ""
+	if cgroup != "" && makeCgroup(cgroup) == nil && cloneIntoCgroup {
+		if cgfd, err := unix.Open(cgroup, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, cgfd
-			pid, err = syscall.ForkExec(exe, argv, attr)
-			syscall.Close(cgfd)
-			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-			if err == nil {
+			if pid, err = syscall.ForkExec(exe, argv, attr); err == nil {
 				placed = cgroup
 			}
+			syscall.Close(cgfd)
+			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
 		}
 	}
 	if placed == "" {
 		pid, err = syscall.ForkExec(exe, argv, attr)
-		if err == nil && cgroup != "" {
-			if cgroupMove(cgroup, pid) == nil {
-				placed = cgroup
-			} else {
-				_ = os.Remove(cgroup)
-			}
+		if err == nil && cgroup != "" && cgroupMove(cgroup, pid) == nil {
+			placed = cgroup
 		}
+	}
+	if placed == "" && cgroup != "" {
+		_ = os.Remove(cgroup)
 	}
 	if err != nil {
 		syscall.Close(fds[0])
-		if cgroup != "" {
-			_ = os.Remove(cgroup)
-		}
 		return nil, fmt.Errorf("start the launcher: %w", err)
 	}
 	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))

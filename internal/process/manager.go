@@ -514,12 +514,10 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 			return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
 		}
 		if parent := m.cgroup(); parent != "" {
-			// The cgroup its warm launcher was started in, and the one
+			// The cgroup its warm launcher was started in (every
+			// supervisor is given one when cgroups are on), and the one
 			// for the launcher it starts after this command.
 			spec.Cgroup, spec.NextCgroup = s.nextCgroup, newCgroupDir(parent)
-			if spec.Cgroup == "" {
-				spec.Cgroup = newCgroupDir(parent)
-			}
 			s.cgroup, s.nextCgroup = spec.Cgroup, spec.NextCgroup
 		}
 		ev, err = s.assign(ctx, m.opts.StartTimeout, spec, stdinChild, outChild)

@@ -210,18 +210,24 @@ func (s *supervisor) awaitCommand() (stdin, output int, err error) {
 	stdin, output, err = recvStdio(rc)
 	close(stop)
 	if <-watched || s.termPending() {
-		s.terminated = true
 		if err == nil {
 			syscall.Close(stdin)
 			syscall.Close(output)
 		}
-		// An assignment may have arrived, or be under way: it is refused
-		// before anything ran. The server reads events only after it
-		// assigned a command, so an idle server never sees this one.
-		s.send(event{Event: evSpawnError, Error: "the supervisor is shutting down", Retry: true})
+		// An assignment may have arrived, or be under way. The server
+		// reads events only after it assigned a command, so an idle
+		// server never sees this refusal.
+		s.refuse()
 		return -1, -1, errTerminated
 	}
 	return stdin, output, err
+}
+
+// refuse answers an assignment that came with a SIGTERM, SIGINT or
+// SIGHUP: nothing ran, the supervisor exits, another may be tried.
+func (s *supervisor) refuse() {
+	s.terminated = true
+	s.send(event{Event: evSpawnError, Error: "the supervisor is shutting down", Retry: true})
 }
 
 // termPending reports whether a SIGTERM, SIGINT or SIGHUP is waiting:
@@ -256,11 +262,9 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		return false
 	}
 	if s.termPending() {
-		// Ended as the command arrived: refused before anything ran.
-		s.terminated = true
 		syscall.Close(stdin)
 		syscall.Close(output)
-		s.send(event{Event: evSpawnError, Error: "the supervisor is shutting down", Retry: true})
+		s.refuse()
 		return false
 	}
 	err = s.spawn(stdin, output)
