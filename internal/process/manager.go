@@ -162,9 +162,14 @@ type Manager struct {
 	closed    bool
 	idle      []*supervisorProc
 	refilling int
-	live      int
-	perGroup  map[string]int
-	procs     map[string]*Process
+	// supervisors counts the supervisor processes started and not yet
+	// reaped; supervisorReaped is signalled (without blocking) at each
+	// reap, for Shutdown to wait until none remains.
+	supervisors      int
+	supervisorReaped chan struct{}
+	live             int
+	perGroup         map[string]int
+	procs            map[string]*Process
 }
 
 // New returns a Manager. It creates SpoolDir; it probes cgroup v2
@@ -231,13 +236,14 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	m := &Manager{
-		opts:     opts,
-		log:      opts.Logger.With("component", "process"),
-		metrics:  opts.Metrics,
-		budget:   spoolBudget{limit: opts.MaxSpoolBytes},
-		perGroup: make(map[string]int),
-		procs:    make(map[string]*Process),
-		sandbox:  SandboxStateOf(opts.Sandbox),
+		opts:             opts,
+		log:              opts.Logger.With("component", "process"),
+		metrics:          opts.Metrics,
+		budget:           spoolBudget{limit: opts.MaxSpoolBytes},
+		perGroup:         make(map[string]int),
+		procs:            make(map[string]*Process),
+		sandbox:          SandboxStateOf(opts.Sandbox),
+		supervisorReaped: make(chan struct{}, 1),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
@@ -673,8 +679,9 @@ func killAll(ps []*Process, reason string) int {
 
 // Shutdown refuses new processes and kills every live tree (reason
 // "shutdown", with Options.ShutdownGrace between SIGTERM and SIGKILL),
-// waiting until all are gone or ctx is done (returning ctx's
-// error). It is idempotent: a second call waits for the same trees.
+// waiting until all are gone, and every supervisor with them, or ctx is
+// done (returning ctx's error). It is idempotent: a second call waits for
+// the same trees and supervisors.
 func (m *Manager) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
@@ -693,6 +700,23 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	for _, p := range ps {
 		select {
 		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// Every supervisor is on its way out; wait until each is reaped (its
+	// launcher and cgroup gone with it), also those another Shutdown call
+	// is still stopping: a supervisor that outlived the server would keep
+	// its executable busy.
+	for {
+		m.mu.Lock()
+		n := m.supervisors
+		m.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-m.supervisorReaped:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

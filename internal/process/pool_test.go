@@ -2,6 +2,8 @@ package process
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -187,4 +189,35 @@ func TestWarmLater(t *testing.T) {
 	p := startT(t, m, Spec{Program: "true", Dir: "/"})
 	waitDone(t, p, 10*time.Second)
 	assertNoZombies(t)
+}
+
+// TestShutdownWaitsForEverySupervisor: when Shutdown returns, no
+// supervisor is left, also when two calls overlap (the server's shutdown
+// and its Close both call it) and the other one is still stopping the
+// idle supervisors. A supervisor that outlived the server kept its
+// executable busy (an upgrade in place failed with ETXTBSY).
+func TestShutdownWaitsForEverySupervisor(t *testing.T) {
+	for round := range 5 {
+		m := newTestManager(t, Options{IdleSupervisors: 2}, false)
+		waitPool(t, m, 2)
+		m.mu.Lock()
+		var pids []int
+		for _, s := range m.idle {
+			pids = append(pids, s.cmd.Process.Pid)
+		}
+		m.mu.Unlock()
+		returned := make(chan error, 2)
+		for range 2 {
+			go func() { returned <- m.Shutdown(context.Background()) }()
+		}
+		if err := <-returned; err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range pids {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				t.Fatalf("round %d: Shutdown returned while supervisor %d remains", round, pid)
+			}
+		}
+		<-returned
+	}
 }

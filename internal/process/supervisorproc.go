@@ -28,6 +28,8 @@ type supervisorProc struct {
 	// cgroups. The supervisor creates and removes them; discard removes
 	// what a supervisor that died may have left.
 	cgroup, nextCgroup string
+	// reaped tells the Manager that the process is reaped.
+	reaped func()
 }
 
 // launchSupervisor starts a supervisor that waits for its command.
@@ -64,8 +66,23 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 		conn.Close()
 		return nil, fmt.Errorf("start the supervisor: %w", err)
 	}
+	m.mu.Lock()
+	m.supervisors++
+	m.mu.Unlock()
 	uc := conn.(*net.UnixConn)
-	return &supervisorProc{cmd: cmd, conn: uc, rd: bufio.NewReaderSize(uc, 4<<10), stderr: stderr, nextCgroup: first}, nil
+	return &supervisorProc{cmd: cmd, conn: uc, rd: bufio.NewReaderSize(uc, 4<<10), stderr: stderr,
+		nextCgroup: first, reaped: m.supervisorGone}, nil
+}
+
+// supervisorGone counts a supervisor reaped (discard).
+func (m *Manager) supervisorGone() {
+	m.mu.Lock()
+	m.supervisors--
+	m.mu.Unlock()
+	select {
+	case m.supervisorReaped <- struct{}{}:
+	default:
+	}
 }
 
 // newCgroupDir names a fresh cgroup for a command under parent.
@@ -84,6 +101,7 @@ func (s *supervisorProc) discard(wait bool) {
 				_ = cgroupRemove(dir, time.Second)
 			}
 		}
+		s.reaped()
 	}
 	if wait {
 		reap()
