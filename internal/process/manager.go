@@ -163,13 +163,13 @@ type Manager struct {
 	idle      []*supervisorProc
 	refilling int
 	// supervisors counts the supervisor processes started and not yet
-	// reaped; supervisorReaped is signalled (without blocking) at each
-	// reap, for Shutdown to wait until none remains.
-	supervisors      int
-	supervisorReaped chan struct{}
-	live             int
-	perGroup         map[string]int
-	procs            map[string]*Process
+	// reaped. supervisorsChanged is closed (and replaced) whenever it or
+	// refilling goes down, waking every Shutdown waiting for both to be 0.
+	supervisors        int
+	supervisorsChanged chan struct{}
+	live               int
+	perGroup           map[string]int
+	procs              map[string]*Process
 }
 
 // New returns a Manager. It creates SpoolDir; it probes cgroup v2
@@ -236,14 +236,14 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	m := &Manager{
-		opts:             opts,
-		log:              opts.Logger.With("component", "process"),
-		metrics:          opts.Metrics,
-		budget:           spoolBudget{limit: opts.MaxSpoolBytes},
-		perGroup:         make(map[string]int),
-		procs:            make(map[string]*Process),
-		sandbox:          SandboxStateOf(opts.Sandbox),
-		supervisorReaped: make(chan struct{}, 1),
+		opts:               opts,
+		log:                opts.Logger.With("component", "process"),
+		metrics:            opts.Metrics,
+		budget:             spoolBudget{limit: opts.MaxSpoolBytes},
+		perGroup:           make(map[string]int),
+		procs:              make(map[string]*Process),
+		sandbox:            SandboxStateOf(opts.Sandbox),
+		supervisorsChanged: make(chan struct{}),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
@@ -706,17 +706,18 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	// Every supervisor is on its way out; wait until each is reaped (its
 	// launcher and cgroup gone with it), also those another Shutdown call
-	// is still stopping: a supervisor that outlived the server would keep
-	// its executable busy.
+	// is still stopping, or a refill under way is starting: a supervisor
+	// that outlived the server would keep its executable busy.
 	for {
 		m.mu.Lock()
-		n := m.supervisors
-		m.mu.Unlock()
-		if n == 0 {
+		if m.supervisors == 0 && m.refilling == 0 {
+			m.mu.Unlock()
 			break
 		}
+		changed := m.supervisorsChanged
+		m.mu.Unlock()
 		select {
-		case <-m.supervisorReaped:
+		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -206,18 +206,51 @@ func TestShutdownWaitsForEverySupervisor(t *testing.T) {
 			pids = append(pids, s.cmd.Process.Pid)
 		}
 		m.mu.Unlock()
+		// Both calls must return, and soon: each waits for the last reap.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		returned := make(chan error, 2)
 		for range 2 {
-			go func() { returned <- m.Shutdown(context.Background()) }()
+			go func() { returned <- m.Shutdown(ctx) }()
 		}
-		if err := <-returned; err != nil {
-			t.Fatal(err)
-		}
-		for _, pid := range pids {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-				t.Fatalf("round %d: Shutdown returned while supervisor %d remains", round, pid)
+		for i := range 2 {
+			if err := <-returned; err != nil {
+				t.Fatalf("round %d: Shutdown call %d: %v", round, i, err)
+			}
+			for _, pid := range pids {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+					t.Fatalf("round %d: Shutdown returned while supervisor %d remains", round, pid)
+				}
 			}
 		}
-		<-returned
+		cancel()
+	}
+}
+
+// TestShutdownWaitersAllWake: every Shutdown waiting for the last
+// supervisor to be reaped returns when it is, not only the first (a
+// supervisor reaped in the background, as after a failed start, is waited
+// for by each call).
+func TestShutdownWaitersAllWake(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: -1}, false)
+	m.mu.Lock()
+	m.supervisors++ // one on its way out, reaped below
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	returned := make(chan error, 3)
+	for range 3 {
+		go func() { returned <- m.Shutdown(ctx) }()
+	}
+	time.Sleep(100 * time.Millisecond) // all three wait
+	select {
+	case err := <-returned:
+		t.Fatalf("Shutdown returned before the supervisor was reaped: %v", err)
+	default:
+	}
+	m.supervisorGone()
+	for i := range 3 {
+		if err := <-returned; err != nil {
+			t.Fatalf("Shutdown call %d: %v", i, err)
+		}
 	}
 }

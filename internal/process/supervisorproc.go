@@ -78,11 +78,15 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 func (m *Manager) supervisorGone() {
 	m.mu.Lock()
 	m.supervisors--
+	m.supervisorsChangedLocked()
 	m.mu.Unlock()
-	select {
-	case m.supervisorReaped <- struct{}{}:
-	default:
-	}
+}
+
+// supervisorsChangedLocked wakes whoever waits for the count of
+// supervisors or refills to change (Shutdown).
+func (m *Manager) supervisorsChangedLocked() {
+	close(m.supervisorsChanged)
+	m.supervisorsChanged = make(chan struct{})
 }
 
 // newCgroupDir names a fresh cgroup for a command under parent.
@@ -221,6 +225,7 @@ func (m *Manager) refill() {
 		s, err := m.launchSupervisor()
 		m.mu.Lock()
 		m.refilling--
+		m.supervisorsChangedLocked()
 		if err != nil {
 			m.mu.Unlock()
 			m.log.Warn("cannot pre-start a supervisor", "err", err)
