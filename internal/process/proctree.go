@@ -8,9 +8,27 @@ import (
 
 // procEntry is one process as /proc/<pid>/stat describes it.
 type procEntry struct {
-	pid   int
-	ppid  int
-	state byte // 'R', 'S', 'Z', …
+	pid     int
+	ppid    int
+	state   byte // 'R', 'S', 'Z', …
+	threads int  // field 20, num_threads: the thread group's size
+}
+
+// live reports whether the process still runs code. State 'Z' alone does
+// not say so: it is the thread-group leader's state, and a leader that
+// ended only its own thread (a raw exit(2), not exit_group) is a zombie
+// while its other threads run on; wait4 cannot reap it until they end.
+// Such a process must be signalled (kill(2) on the leader reaches the
+// group) and waited for. The thread count tells the two apart: a zombie
+// leader counts itself until it is reaped, and every other thread only
+// while it runs (an exited thread that is not a leader is released at
+// once, or when traced once its tracer is done with it), so a plain
+// zombie has 1 and a leader with live threads more (measured on Linux
+// 6.18: 1 for a plain zombie; 2 for the leader with one live thread, 1
+// after SIGKILL). Field 20 of the stat file already read gives it;
+// /proc/<pid>/task would say the same for one more read per process.
+func (e procEntry) live() bool {
+	return e.state != 'Z' || e.threads > 1
 }
 
 // readProcStat parses /proc/<pid>/stat. The command name (field 2) may
@@ -25,14 +43,19 @@ func readProcStat(pid int) (procEntry, bool) {
 		return procEntry{}, false
 	}
 	rest := bytes.Fields(b[i+1:])
-	if len(rest) < 2 || len(rest[0]) != 1 {
+	// rest[0] is field 3 (state), rest[17] field 20 (num_threads).
+	if len(rest) < 18 || len(rest[0]) != 1 {
 		return procEntry{}, false
 	}
 	ppid, err := strconv.Atoi(string(rest[1]))
 	if err != nil {
 		return procEntry{}, false
 	}
-	return procEntry{pid: pid, ppid: ppid, state: rest[0][0]}, true
+	threads, err := strconv.Atoi(string(rest[17]))
+	if err != nil {
+		return procEntry{}, false
+	}
+	return procEntry{pid: pid, ppid: ppid, state: rest[0][0], threads: threads}, true
 }
 
 // listProcs returns every process (thread-group leader) visible in /proc.

@@ -106,8 +106,10 @@ func (m *Manager) sweepOrphans(prev map[int]bool) (map[int]bool, bool) {
 		if err != nil || sid == m.ownSID {
 			continue
 		}
-		if p.state == 'Z' {
-			// Exited on its own: reap it (it is not an os/exec child).
+		if !p.live() {
+			// Exited on its own: reap it (it is not an os/exec child). A
+			// zombie leader with live threads cannot be reaped yet: it is
+			// an orphan like any other (procEntry.live).
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
 			continue

@@ -482,11 +482,12 @@ func (s *supervisor) tree() []procEntry {
 	return out
 }
 
-// alive counts the tree's processes that are not zombies.
+// alive counts the tree's live processes (procEntry.live): a zombie
+// leader whose threads run on counts.
 func (s *supervisor) alive() int {
 	n := 0
 	for _, p := range s.tree() {
-		if p.state != 'Z' {
+		if p.live() {
 			n++
 		}
 	}
@@ -519,7 +520,9 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 	sent := make(map[int]bool, len(procs))
 	for round := 0; round < 4 && len(procs) > 0; round++ {
 		for _, p := range procs {
-			if p.state == 'Z' || sent[p.pid] {
+			// A plain zombie has nothing left to signal; a zombie leader
+			// with live threads has (procEntry.live).
+			if !p.live() || sent[p.pid] {
 				continue
 			}
 			sent[p.pid] = true
@@ -540,7 +543,7 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 		}
 		var fresh []procEntry
 		for _, p := range s.tree() {
-			if !sent[p.pid] && p.state != 'Z' {
+			if !sent[p.pid] && p.live() {
 				fresh = append(fresh, p)
 			}
 		}
