@@ -34,6 +34,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/retention"
+	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/skills"
@@ -188,19 +189,21 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	ops := operation.New(st, operation.Options{Now: opts.Now})
 	cursors := cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now})
 	locks := rootlock.New()
+	// Commands, their output and undo snapshots exist before binding, which
+	// closes them with their executions (also for Projects removed from
+	// the configuration, just below). DevSpace's own Git runs confined
+	// like a command (process.Manager.Confine): the worktrees' Git, and
+	// show_changes' below.
 	var worktrees *worktree.Manager
+	var gitConfine review.Confiner
 	if serving {
 		a.bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
-		if worktrees, a.pruneBegin, a.pruned, err = newWorktrees(a.bg, cfg, catalog, st, log); err != nil {
+		if err := a.openCommands(ctx, cfg, opts, sandboxOpts); err != nil {
 			a.Close()
 			return nil, err
 		}
-	}
-	// Commands, their output and undo snapshots exist before binding, which
-	// closes them with their executions (also for Projects removed from
-	// the configuration, just below).
-	if serving {
-		if err := a.openCommands(ctx, cfg, opts, sandboxOpts); err != nil {
+		gitConfine = a.procs.Confine
+		if worktrees, a.pruneBegin, a.pruned, err = newWorktrees(a.bg, cfg, catalog, st, gitConfine, log); err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -245,7 +248,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	patches := edits.New(edits.Options{Operations: ops, Locks: locks, Journal: st, Instructions: a.bindings, Checkpoints: activity,
 		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log})
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks,
+		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks, GitConfine: gitConfine,
 		Tasks:       tasks.New(st, ops, nil),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),

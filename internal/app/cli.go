@@ -618,6 +618,13 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	} else {
 		ok("state directory %s", cfg.StateDir)
 	}
+	// Landlock has no right for chmod: a command may have changed the
+	// modes of these (docs/decisions.md, "Contained commands").
+	for _, d := range []string{outputDir(cfg), scratchDir(cfg)} {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm() != 0o700 {
+			bad("%s has mode %v, not 700: commands may fail to start or be readable by others (chmod 700 %s)", d, fi.Mode().Perm(), d)
+		}
+	}
 	if auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile); err != nil {
 		bad("auth.json: %v", err)
 	} else {

@@ -229,3 +229,22 @@ func TestMissingStateNamesTheServersState(t *testing.T) {
 		t.Errorf("doctor on another existing state:\n%s", out)
 	}
 }
+
+// TestDoctorReportsChangedModes: Landlock has no right for chmod, so a
+// command may change the mode of the output or scratch directory (every
+// later command then fails to start); doctor names it and the remedy.
+func TestDoctorReportsChangedModes(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	env.Stop()
+	if code, out, _ := run(t, envOf(env), "doctor"); strings.Contains(out, "not 700") {
+		t.Fatalf("doctor on a fresh state: %d\n%s", code, out)
+	}
+	out := filepath.Join(env.StateDir, "output")
+	if err := os.Chmod(out, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(out, 0o700)
+	if code, text, _ := run(t, envOf(env), "doctor"); code == 0 || !strings.Contains(text, "✗ "+out+" has mode ----------, not 700") {
+		t.Fatalf("doctor with the output directory at mode 000: %d\n%s", code, text)
+	}
+}

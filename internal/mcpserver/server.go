@@ -54,7 +54,10 @@ type Options struct {
 	Store      *store.Store
 	// Commands runs the process tools; nil, or one that cannot run
 	// commands, leaves them unregistered.
-	Commands       *commands.Service
+	Commands *commands.Service
+	// GitConfine confines the Git that show_changes runs
+	// (review.Options.Confine); nil runs it unconfined.
+	GitConfine     review.Confiner
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -132,7 +135,7 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
-		review: review.New(review.Options{Withhold: project.IsSensitive}), search: search.New(search.DefaultLimits())}
+		review: review.New(review.Options{Withhold: project.IsSensitive, Confine: opts.GitConfine}), search: search.New(search.DefaultLimits())}
 	s.bodyMax = opts.MaxBodyBytes
 	if s.bodyMax <= 0 {
 		s.bodyMax = 32 << 20

@@ -21,7 +21,8 @@ import (
 const LauncherCommand = "__launch"
 
 // InternalMain runs the hidden subcommands the process layer re-executes
-// the binary with (SupervisorCommand, LauncherCommand, ProtocolCommand):
+// the binary with (SupervisorCommand, LauncherCommand, ConfineCommand,
+// ProtocolCommand):
 // call it first in main (and in the TestMain of packages that start
 // commands) with os.Args[1:]. ok is false for any other command line.
 func InternalMain(args []string) (code int, ok bool) {
@@ -33,6 +34,8 @@ func InternalMain(args []string) (code int, ok bool) {
 		return SupervisorMain(args[1:]), true
 	case LauncherCommand:
 		return LauncherMain(args[1:]), true
+	case ConfineCommand:
+		return ConfineMain(args[1:]), true
 	case ProtocolCommand:
 		fmt.Println(Protocol())
 		return 0, true

@@ -119,11 +119,14 @@ func removeTree(dir string) {
 // directory read-write, nothing else.
 func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 	p := &sandbox.Policy{
-		ReadExec:  append(append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...), l.readPaths...),
-		ReadWrite: []string{scratch},
-		ReadFiles: sandbox.ReadablePaths(),
-		Devices:   sandbox.DevicePaths(),
-		DenyTCP:   m.opts.Sandbox.DenyNetwork,
+		ReadExec: append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...),
+		// A command's own read paths lie in a Project another command may
+		// rewrite: never followed through a symlink.
+		ReadExecNoSymlinks: l.readPaths,
+		ReadWrite:          []string{scratch},
+		ReadFiles:          sandbox.ReadablePaths(),
+		Devices:            sandbox.DevicePaths(),
+		DenyTCP:            m.opts.Sandbox.DenyNetwork,
 	}
 	if l.readOnly {
 		p.ReadExec = append(p.ReadExec, l.root)

@@ -44,9 +44,12 @@ type Spec struct {
 	// ReadOnly makes Root read-only for a confined command.
 	ReadOnly bool
 
-	// ReadPaths are further absolute hierarchies this command may read
-	// (never write) when confined: a managed worktree's source repository
-	// directory, so that Git works read-only in the worktree.
+	// ReadPaths are further absolute, canonical hierarchies this command
+	// may read (never write) when confined: a managed worktree's source
+	// repository directory, so that Git works read-only in the worktree.
+	// Each is opened without following symlinks (a command of the source
+	// Project could replace it with one to anywhere): one that is a
+	// symlink is not readable at all.
 	ReadPaths []string
 
 	// Env is the command's full environment (BaseEnv merged with the

@@ -28,6 +28,8 @@ type GitOptions struct {
 	// MaxOutput caps the stdout Run keeps; beyond it Git is killed and Run
 	// fails with ErrOutputTooLarge. Zero means DefaultMaxOutput.
 	MaxOutput int64
+	// Confine is Options.Confine.
+	Confine Confiner
 }
 
 // Git runs Git in a Project repository (or a worktree of one) exactly the
@@ -53,7 +55,7 @@ type Git struct {
 // NewGit returns a Git with opts' zero fields replaced by the defaults. It
 // captures the server's PATH once, for Git to find its helpers.
 func NewGit(opts GitOptions) *Git {
-	g := &Git{r: New(Options{Git: opts.Git, Timeout: opts.Timeout}), maxOutput: opts.MaxOutput}
+	g := &Git{r: New(Options{Git: opts.Git, Timeout: opts.Timeout, Confine: opts.Confine}), maxOutput: opts.MaxOutput}
 	if g.maxOutput <= 0 {
 		g.maxOutput = DefaultMaxOutput
 	}
@@ -94,13 +96,24 @@ func (e *ExitError) Unwrap() error { return ErrGit }
 // (wrapped) when Git could not be started; ErrOutputTooLarge and ErrGit
 // (wrapped) when stdout passed its cap (the part kept is returned); the error
 // of ctx, also context.DeadlineExceeded when GitOptions.Timeout expires.
+//
+// Confined (GitOptions.Confine), Git may write the repository's metadata
+// (GitDir and CommonDir) and nothing else; RunWriting names more.
 func (g *Git) Run(ctx context.Context, repo *Repository, args ...string) ([]byte, error) {
+	return g.RunWriting(ctx, repo, nil, args...)
+}
+
+// RunWriting is Run for an invocation that also writes beneath dirs
+// (absolute, existing directories), such as the directory `worktree add`
+// checks out into.
+func (g *Git) RunWriting(ctx context.Context, repo *Repository, dirs []string, args ...string) ([]byte, error) {
 	if len(args) == 0 || repo == nil {
 		return nil, fmt.Errorf("review: git without arguments or repository: %w", os.ErrInvalid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
 	defer cancel()
-	runner := &gitRunner{r: g.r, repo: repo}
+	writable := append([]string{repo.GitDir, repo.CommonDir}, dirs...)
+	runner := &gitRunner{r: g.r, repo: repo, writable: writable}
 	res, err := runner.run(ctx, g.maxOutput, args...)
 	if err != nil {
 		return nil, err

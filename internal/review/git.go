@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // stderrCap bounds the stderr kept from one Git invocation.
@@ -32,6 +34,9 @@ var transports = [...]string{"file", "git", "ssh", "http", "https", "ext"}
 type gitRunner struct {
 	r    *Reviewer
 	repo *Repository
+	// writable are the directories a confined Git may write (Git.Run);
+	// nil for the read-only invocations of a review and of the checks.
+	writable []string
 }
 
 // result is what one invocation produced.
@@ -140,6 +145,15 @@ func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, arg
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
 	cmd.WaitDelay = waitDelay
+	if g.r.confine != nil {
+		// The repository's directories (OpenRepository checked that
+		// everything Git reads lies beneath them), read-only unless the
+		// invocation writes.
+		p := sandbox.Policy{ReadExec: g.repo.allowed, ReadWrite: g.writable}
+		if err := g.r.confine(cmd, p); err != nil {
+			return result{}, fmt.Errorf("review: confine git %s: %w: %w", args[0], ErrGit, err)
+		}
+	}
 
 	err := cmd.Run()
 	res := result{stdout: stdout.buf, stderr: stderr.buf, truncated: stdout.full}

@@ -12,7 +12,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-func commitAll(t *testing.T, dir string) {
+func commitAll(t testing.TB, dir string) {
 	t.Helper()
 	testutil.Git(t, dir, "add", "-A")
 	testutil.Git(t, dir, "commit", "-q", "-m", "commit")

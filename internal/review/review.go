@@ -74,9 +74,13 @@
 //     check is what keeps them from running. A repository using Git LFS
 //     with a local `git lfs install` is refused for the same reason.
 //   - The check and the diffs are separate Git invocations. The caller holds
-//     the root's read lock, which excludes apply_patch; a command running
-//     meanwhile could change .git/config, but such a command can already run
-//     code.
+//     the root's read lock, which excludes apply_patch, but a command
+//     running meanwhile can change .git/config between them, and Git then
+//     runs the filter it adds. So with Options.Confine every invocation
+//     runs in a Landlock domain (process.Manager.Confine): the
+//     repository's directories read-only for a review, its metadata
+//     writable for Git.Run, TCP and everything else denied. What the
+//     repository makes Git run can do no more than a read-only command.
 //   - Untracked files come from `ls-files --others --exclude-standard -z` and
 //     are rendered as new-file diffs by this package, reading them through an
 //     os.Root (bounded, FIFOs and devices skipped, symlinks shown as their
@@ -96,10 +100,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // Defaults used when the corresponding Options field is zero.
@@ -171,7 +178,17 @@ type Options struct {
 	// the file is still listed, with FileChange.Withheld set, and its diff
 	// section keeps only its header and a note. Nil withholds nothing.
 	Withhold func(path string) bool
+	// Confine, when set, makes each Git invocation run in a kernel
+	// sandbox (process.Manager.Confine): p lists the repository's
+	// directories, read-only for a review, its metadata (and the
+	// directories a worktree operation creates) writable for Git.Run.
+	// Whatever the repository makes Git run then has no more access than
+	// that. Nil runs Git unconfined. An error refuses the invocation.
+	Confine Confiner
 }
+
+// Confiner makes cmd run confined to p (see Options.Confine).
+type Confiner func(cmd *exec.Cmd, p sandbox.Policy) error
 
 // Reviewer runs reviews. It holds no mutable state and is safe for
 // concurrent use; the zero value is not usable, use New.
@@ -181,6 +198,7 @@ type Reviewer struct {
 	maxDiffBytes int64
 	maxFiles     int
 	withhold     func(string) bool
+	confine      Confiner
 	pathEnv      string
 }
 
@@ -193,6 +211,7 @@ func New(opts Options) *Reviewer {
 		maxDiffBytes: opts.MaxDiffBytes,
 		maxFiles:     opts.MaxFiles,
 		withhold:     opts.Withhold,
+		confine:      opts.Confine,
 		pathEnv:      os.Getenv("PATH"),
 	}
 	if r.git == "" {

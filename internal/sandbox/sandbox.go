@@ -105,10 +105,19 @@ type Policy struct {
 	// ReadExec hierarchies may be read, listed and executed (the system,
 	// and the Project of a read-only command).
 	ReadExec []string `json:"read_exec,omitempty"`
+	// ReadExecNoSymlinks are ReadExec hierarchies that a command may have
+	// replaced with a symlink (a worktree's source .git, which commands of
+	// the source Project can rename): each is opened without following a
+	// symlink in any component, and one that is a symlink (or missing)
+	// allows nothing. Their paths must be canonical.
+	ReadExecNoSymlinks []string `json:"read_exec_no_symlinks,omitempty"`
 	// ReadWrite hierarchies may also be written, created in, removed
 	// from and renamed within (the Project of a workspaceWrite command,
 	// its scratch directory).
 	ReadWrite []string `json:"read_write,omitempty"`
+	// ReadWriteNoSymlinks are ReadWrite hierarchies opened like
+	// ReadExecNoSymlinks.
+	ReadWriteNoSymlinks []string `json:"read_write_no_symlinks,omitempty"`
 	// ReadFiles may be read (/proc, /dev/urandom).
 	ReadFiles []string `json:"read_files,omitempty"`
 	// Devices may be read, written and ioctl'd (/dev/null, the pty).
@@ -147,8 +156,9 @@ func handledFS(abi int) uint64 {
 	return fsV1
 }
 
-// Restrict sets no_new_privs and enters a new Landlock domain built from
-// p, on the calling OS thread only, and denies that thread clone3 (a
+// Restrict drops every capability (dropCapabilities), sets no_new_privs
+// and enters a new Landlock domain built from p, on the calling OS
+// thread only, and denies that thread clone3 (a
 // seccomp filter: denyClone3), which would let it start processes in
 // other cgroups. The caller must hold
 // runtime.LockOSThread and exec right after: the exec'd program inherits
@@ -164,6 +174,9 @@ func Restrict(p Policy) (Features, error) {
 		return Features{}, err
 	}
 	defer syscall.Close(fd)
+	if err := dropCapabilities(); err != nil {
+		return Features{}, err
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return Features{}, fmt.Errorf("set no_new_privs: %w", err)
 	}
@@ -193,28 +206,37 @@ func Ruleset(abi int, p Policy) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
-	add := func(paths []string, access uint64) error {
-		for _, path := range paths {
-			if err := addPath(fd, path, access&handled); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	for _, r := range []struct {
-		paths  []string
-		access uint64
-	}{{p.ReadExec, readExec}, {p.ReadWrite, readWrite}, {p.ReadFiles, readOnly}, {p.Devices, device}} {
-		if err := add(r.paths, r.access); err != nil {
-			syscall.Close(fd)
-			return -1, err
+		paths    []string
+		access   uint64
+		symlinks bool
+	}{{p.ReadExec, readExec, true}, {p.ReadExecNoSymlinks, readExec, false}, {p.ReadWrite, readWrite, true},
+		{p.ReadWriteNoSymlinks, readWrite, false}, {p.ReadFiles, readOnly, true}, {p.Devices, device, true}} {
+		for _, path := range r.paths {
+			if err := addPath(fd, path, r.access&handled, r.symlinks); err != nil {
+				syscall.Close(fd)
+				return -1, err
+			}
 		}
 	}
 	return fd, nil
 }
 
-func addPath(rulesetFD int, path string, access uint64) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+// addPath allows access beneath path. With symlinks false no component
+// of path may be a symlink (openat2 RESOLVE_NO_SYMLINKS); such a path,
+// like a missing one, allows nothing.
+func addPath(rulesetFD int, path string, access uint64, symlinks bool) error {
+	var fd int
+	var err error
+	if symlinks {
+		fd, err = unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	} else {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ELOOP) {
+			return nil // a symlink: nothing to allow
+		}
+	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES) {
 			return nil // absent on this system: nothing to allow

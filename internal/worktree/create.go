@@ -74,7 +74,13 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 		m.undoCreate(ctx, src, wt, head)
 		return nil, err
 	}
-	if _, err := m.git.Run(ctx, src, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
+	// The worktree's directory is made here, empty (Git accepts it), so
+	// that a confined Git may write in it and not beside it.
+	if err := os.Mkdir(wt.Path, 0o755); err != nil {
+		m.undoCreate(ctx, src, wt, head)
+		return nil, fmt.Errorf("worktree: create worktree directory: %w", err)
+	}
+	if _, err := m.git.RunWriting(ctx, src, []string{wt.Path}, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
 		m.undoCreate(ctx, src, wt, head)
 		return nil, fmt.Errorf("worktree: add worktree: %w", err)
 	}
@@ -133,7 +139,7 @@ func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Wo
 	defer cancel()
 	if list, err := m.list(ctx, src); err == nil {
 		if _, ok := find(list, wt.Path); ok {
-			_, _ = m.git.Run(ctx, src, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
+			_, _ = m.git.RunWriting(ctx, src, []string{filepath.Dir(wt.Path)}, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
 		}
 	}
 	_ = os.RemoveAll(wt.Path)

@@ -163,7 +163,7 @@ func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entr
 			removed = append(removed, e.path)
 			continue
 		}
-		if _, err := m.git.Run(ctx, src, args...); err != nil {
+		if _, err := m.git.RunWriting(ctx, src, []string{filepath.Dir(e.path)}, args...); err != nil {
 			return removed, fmt.Errorf("worktree: remove unfinished worktree: %w", err)
 		}
 		removed = append(removed, e.path)

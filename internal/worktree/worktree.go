@@ -397,7 +397,10 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	}
 	// Git checks again (with `git status`, filters already checked above),
 	// which covers a write since the check.
-	if _, err := m.git.Run(ctx, src, writeArgs("worktree", "remove", cur.Path)...); err != nil {
+	// Removing the directory itself needs its parent, which holds this
+	// repository's other worktrees: a filter Git runs here (the check)
+	// could write them, not the state, keys or other Projects.
+	if _, err := m.git.RunWriting(ctx, src, []string{filepath.Dir(cur.Path)}, writeArgs("worktree", "remove", cur.Path)...); err != nil {
 		var exit *review.ExitError
 		if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "contains modified or untracked files") {
 			return fmt.Errorf("worktree: %w", ErrDirty)

@@ -1,0 +1,178 @@
+//go:build linux
+
+package review
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/testutil"
+)
+
+// TestMain lets this test binary play process.ConfineCommand for
+// newConfiner's Manager.
+func TestMain(m *testing.M) {
+	if code, ok := process.InternalMain(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// newConfiner returns a process.Manager's Confine, with this test binary
+// as the program that confines itself.
+func newConfiner(t testing.TB) Confiner {
+	t.Helper()
+	if !sandbox.Probe().Available() {
+		t.Skip("no Landlock on this kernel")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := process.New(process.Options{SupervisorPath: exe, IdleSupervisors: -1, DisableCgroup: true,
+		SpoolDir: t.TempDir(), Sandbox: process.SandboxOptions{ScratchDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown(t.Context()) })
+	if m.Sandbox().Mode != process.SandboxLandlock {
+		t.Fatalf("sandbox %+v", m.Sandbox())
+	}
+	return m.Confine
+}
+
+// TestConfinedGitRunsRepositoryCodeConfined: a filter the repository
+// configures after the check (a command can write .git/config while a
+// review runs) runs in DevSpace's Git. Confined, it can read nothing
+// outside the repository and write nothing at all (a review) or only the
+// repository's metadata (Git.Run); unconfined, the twin shows the filter
+// really ran and read the secret.
+func TestConfinedGitRunsRepositoryCodeConfined(t *testing.T) {
+	confine := newConfiner(t)
+	secret := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(secret, []byte("SECRET-master-key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "one\n")
+	testutil.WriteFile(t, dir, ".gitattributes", "a.txt filter=x\n")
+	commitAll(t, dir)
+	testutil.WriteFile(t, dir, "a.txt", "two\n")
+	f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The filter copies the secret out of the repository, into the work
+	// tree and into the metadata, then passes its input through.
+	fmt.Fprintf(f, "[filter \"x\"]\n\tclean = \"cat %s > %s/leak; cat %s > %s/leak; cat %s > %s/.git/leak; cat\"\n",
+		secret, outside, secret, dir, secret, dir)
+	f.Close()
+	repo, err := OpenRepository(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks := func() (found []string) {
+		for _, p := range []string{filepath.Join(outside, "leak"), filepath.Join(dir, "leak"), filepath.Join(dir, ".git", "leak")} {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), "SECRET") {
+				found = append(found, p)
+			}
+			_ = os.Remove(p)
+		}
+		return found
+	}
+
+	// Unconfined, the filter runs and reads the secret (the control).
+	if _, err := NewGit(GitOptions{}).Run(t.Context(), repo, "hash-object", "a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaks(); len(got) != 3 {
+		t.Fatalf("control: the unconfined filter leaked into %v, want all three places", got)
+	}
+
+	// Confined, as Git.Run (metadata writable) and as a review (read-only).
+	if _, err := NewGit(GitOptions{Confine: confine}).Run(t.Context(), repo, "hash-object", "a.txt"); err != nil {
+		t.Logf("confined git: %v", err) // the filter's failures may fail Git: either way nothing leaks
+	}
+	if got := leaks(); len(got) != 0 {
+		t.Errorf("confined Git.Run: the repository's filter read the secret into %v", got)
+	}
+	r := New(Options{Confine: confine})
+	if _, err := (&gitRunner{r: r, repo: repo}).run(t.Context(), 1<<20, "hash-object", "a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaks(); len(got) != 0 {
+		t.Errorf("confined review: the repository's filter read the secret into %v", got)
+	}
+}
+
+// TestConfinedGitStillWorks: reviews and worktree operations behave the
+// same confined.
+func TestConfinedGitStillWorks(t *testing.T) {
+	confine := newConfiner(t)
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "one\n")
+	commitAll(t, dir)
+	testutil.WriteFile(t, dir, "a.txt", "two\n")
+	testutil.WriteFile(t, dir, "new.txt", "new\n")
+	ch, err := New(Options{Confine: confine}).Changes(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Files) != 2 || !strings.Contains(ch.Diff, "+two") {
+		t.Errorf("confined review: files %+v diff %q", ch.Files, ch.Diff)
+	}
+	repo, err := OpenRepository(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := filepath.Join(t.TempDir(), "wt")
+	if err := os.Mkdir(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := NewGit(GitOptions{Confine: confine})
+	if out, err := g.RunWriting(t.Context(), repo, []string{wt}, "-c", "user.name=t", "-c", "user.email=t@t", "worktree", "add", "-q", "-b", "side", wt); err != nil {
+		t.Fatalf("confined worktree add: %v %s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "a.txt")); err != nil || string(b) != "one\n" {
+		t.Errorf("worktree checkout: %q %v", b, err)
+	}
+	// Outside what it was given, even a worktree operation writes nothing.
+	elsewhere := filepath.Join(t.TempDir(), "wt2")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(t.Context(), repo, "worktree", "add", "-q", "-b", "side2", elsewhere); err == nil {
+		t.Errorf("a confined Git.Run checked out into a directory it was not given")
+	}
+}
+
+// BenchmarkChangesConfined is one review of a small repository with one
+// change, with DevSpace's Git unconfined and confined (each invocation
+// then starts through the confining helper first).
+func BenchmarkChangesConfined(b *testing.B) {
+	dir := testutil.NewRepo(b)
+	for i := range 50 {
+		testutil.WriteFile(b, dir, fmt.Sprintf("f%02d.txt", i), "one\n")
+	}
+	commitAll(b, dir)
+	testutil.WriteFile(b, dir, "f00.txt", "two\n")
+	for _, c := range []struct {
+		name    string
+		confine Confiner
+	}{{"unconfined", nil}, {"confined", newConfiner(b)}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := New(Options{Confine: c.confine})
+			for b.Loop() {
+				if _, err := r.Changes(b.Context(), dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
