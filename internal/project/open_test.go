@@ -23,12 +23,13 @@ func isRepository(err error) bool {
 func metaTree(t testing.TB) *os.Root {
 	t.Helper()
 	root := resolveTree(t)
-	for _, d := range []string{".git/hooks", "sub/.git", "meta/objects", "meta/refs"} {
+	for _, d := range []string{".git/hooks", "sub/.git", "meta/objects", "meta/refs", "lobj/refs", "lrefs/objects", "half/objects"} {
 		if err := root.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{".git/config", ".git/HEAD", "meta/HEAD", "meta/config", ".env", ".kube/config"} {
+	for _, f := range []string{".git/config", ".git/HEAD", "meta/HEAD", "meta/config", ".env", ".kube/config",
+		"lobj/HEAD", "lrefs/HEAD", "wtgd/HEAD", "wtgd/commondir", "half/HEAD"} {
 		if err := root.MkdirAll(path.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,10 @@ func metaTree(t testing.TB) *os.Root {
 			t.Fatal(err)
 		}
 	}
-	for link, target := range map[string]string{"g": ".git", "lnk_env": ".env", "zzz": ".kube", "up_git": "src/../.git/hooks/.."} {
+	// Git tests a Git directory's markers with access(), following links:
+	// lobj/objects leads elsewhere, lrefs/refs nowhere yet.
+	for link, target := range map[string]string{"g": ".git", "lnk_env": ".env", "zzz": ".kube", "up_git": "src/../.git/hooks/..",
+		"lobj/objects": "../src", "lrefs/refs": "../not-yet"} {
 		if err := root.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
@@ -110,12 +114,14 @@ func TestDirResolverRefusesRepositoryMetadata(t *testing.T) {
 		".git/hooks/post-checkout", ".Git/config", "sub/.git/config", "g/hooks/x", "a/../.git/x",
 		"meta/hooks/post-checkout", // a Git directory by shape, whatever its name
 		"meta/config", "up_git/config", "src/up/g/x", "x/.git", ".git.", ".git /x", ".g\u200cit/x", "GIT~1/x",
+		"lobj/config", "lrefs/config", // a marker that is a symlink counts
+		"wtgd/config.worktree", // a linked worktree's gitdir: HEAD and commondir
 	} {
 		if got, err := r.Path(in); !isRepository(err) {
 			t.Errorf("Path(%q) = %q, %v; want repository_metadata", in, got, err)
 		}
 	}
-	for _, in := range []string{"gitx/y", ".github/workflows/ci.yml", "src/.gitignore", ".gitattributes", "meta2/x"} {
+	for _, in := range []string{"gitx/y", ".github/workflows/ci.yml", "src/.gitignore", ".gitattributes", "meta2/x", "half/config"} {
 		if _, err := r.Path(in); err != nil {
 			t.Errorf("Path(%q) = %v; want allowed", in, err)
 		}

@@ -285,21 +285,32 @@ func readlinkat(dir int, name string) (string, error) {
 	}
 }
 
-// isGitDir reports whether the directory fd has what Git requires of a
-// repository directory (setup.c's is_git_directory): a HEAD, an objects
-// directory and a refs directory. Any such directory is repository
-// metadata, whatever its name: a worktree's .git file or a core.worktree
-// setting can point Git at it.
+// isGitDir reports whether the directory fd may be what Git accepts as a
+// repository directory (setup.c's is_git_directory): a HEAD, and either
+// objects and refs or a commondir file (a linked worktree's gitdir, whose
+// objects and refs live in the common directory). Any such directory is
+// repository metadata, whatever its name: a worktree's .git file or a
+// core.worktree setting can point Git at it.
+//
+// Git tests the markers with access(), which follows symlinks, so a
+// marker counts when an entry of that name exists at all, of any type: a
+// symlink to anything (even a dangling one, whose target may appear
+// later) counts. Only ENOENT says a marker is missing; any other failure
+// counts it as present, so that a doubt refuses the write. The price is
+// that a plain directory holding user files named HEAD and objects and
+// refs (or HEAD and commondir) is refused too.
 func isGitDir(fd int) bool {
-	if st, err := fstatat(fd, "HEAD"); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if !hasEntry(fd, "HEAD") {
 		return false
 	}
-	for _, d := range [...]string{"objects", "refs"} {
-		if st, err := fstatat(fd, d); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return false
-		}
-	}
-	return true
+	return hasEntry(fd, "commondir") || hasEntry(fd, "objects") && hasEntry(fd, "refs")
+}
+
+// hasEntry reports whether the directory fd has an entry name of any type,
+// a symlink not followed; only ENOENT is "no".
+func hasEntry(fd int, name string) bool {
+	_, err := fstatat(fd, name)
+	return !errors.Is(err, unix.ENOENT)
 }
 
 // OpenAt opens the entry name of the open directory dir as Open opens an

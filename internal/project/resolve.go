@@ -101,9 +101,10 @@ func RealPath(root *os.Root, rel string) (string, fs.FileInfo, error) {
 // walked like Open's (element by element, O_NOFOLLOW, links read and
 // judged), except that the first missing element and the rest are kept as
 // written, so a directory about to be created resolves too. Entering a
-// directory that is a Git directory (HEAD, objects and refs), whatever
-// its name, is refused. It caches each directory, so the many files of a
-// patch in a few directories cost a few walks. Results describe the tree
+// directory that is a Git directory (a HEAD with objects and refs, or with
+// a commondir, each of any type), whatever its name, is refused. It caches
+// each directory, so the many files of a patch in a few directories cost
+// a few walks. Results describe the tree
 // at one moment; writes still go through root, which stays contained
 // whatever changed since, and DevSpace's writers hold the Project's root
 // lock. A DirResolver is not safe for concurrent use.

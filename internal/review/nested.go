@@ -49,7 +49,8 @@ func (g *gitRunner) indexEntries(ctx context.Context) (gitlinks, files []string,
 
 // checkNested returns ErrRepositoryUnsafe (wrapped) when a directory Git
 // would look at while listing untracked files holds a .git leading outside
-// the allowed directories. `ls-files --others` (and `git status`) asks of
+// the allowed directories, or a .gitignore or .gitattributes Git would
+// block on (checkPerDirFile). `ls-files --others` (and `git status`) asks of
 // every untracked directory it meets whether it is a nested repository,
 // which means reading the HEAD and commondir its .git names; it meets the
 // untracked directories inside tracked ones, and descends into those that
@@ -86,6 +87,9 @@ func (g *gitRunner) checkNested(ctx context.Context, gitlinks, files []string) e
 				return fmt.Errorf("review: work tree over %d entries to check: %w", maxNestedEntries, ErrGit)
 			}
 			for _, e := range ents {
+				if err := g.repo.checkPerDirFile(dir, e); err != nil {
+					return err
+				}
 				// Git treats a symlink as a file, and never lists .git.
 				if !e.IsDir() || e.Name() == ".git" {
 					continue
@@ -116,6 +120,38 @@ func (g *gitRunner) checkNested(ctx context.Context, gitlinks, files []string) e
 			}
 		}
 		level = next
+	}
+	return nil
+}
+
+// checkPerDirFile returns ErrRepositoryUnsafe when the entry e of the
+// work tree directory dir (work-tree-relative, slash-separated) is a
+// .gitignore or .gitattributes that is neither a regular file nor a
+// symlink. Git opens those in every directory it visits (check-ignore and
+// the untracked walk read each .gitignore, a diff each .gitattributes on
+// its paths) with a blocking open, so a FIFO would hold the review until
+// its timeout; a device is not a file to read either. Git since 2.32
+// opens them with O_NOFOLLOW and never follows a symlink, but an older
+// Git does: a symlink leading to a FIFO or a device is refused too. This
+// runs while dir is listed, before check-ignore is asked about the
+// directories below it.
+func (r *Repository) checkPerDirFile(dir string, e fs.DirEntry) error {
+	if e.Name() != ".gitignore" && e.Name() != ".gitattributes" {
+		return nil
+	}
+	switch t := e.Type(); {
+	case t.IsRegular():
+		return nil
+	case t&fs.ModeSymlink == 0:
+		return unsafe("%s is a special file", e.Name())
+	}
+	// Stat, not open: a stat of a FIFO does not block.
+	fi, err := os.Stat(filepath.Join(r.WorkTree, filepath.FromSlash(dir), e.Name()))
+	if err != nil {
+		return nil // dangling or unreadable: Git finds no patterns either
+	}
+	if fi.Mode()&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+		return unsafe("%s leads to a special file", e.Name())
 	}
 	return nil
 }

@@ -42,7 +42,10 @@
 //     its HEAD and refs through its .git, which is work tree content a
 //     write grant can point anywhere: before any diff, every gitlink whose
 //     directory holds a .git is checked like the repository itself
-//     (ErrRepositoryUnsafe).
+//     (ErrRepositoryUnsafe), and so is every .gitignore and
+//     .gitattributes in the directories Git visits: Git opens them
+//     with a blocking open, so one that is not a regular file or a
+//     symlink is ErrRepositoryUnsafe too.
 //   - The environment is built from scratch: PATH (the server's), the
 //     verified GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE (Git does not look
 //     them up again), GIT_CEILING_DIRECTORIES, HOME and XDG paths pointing
@@ -140,7 +143,9 @@ var (
 	// run while diffing; nothing was diffed.
 	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
 	// ErrRepositoryUnsafe: the repository's metadata points outside the
-	// locations allowed for it; Git was not run.
+	// locations allowed for it, or a work tree .gitignore or .gitattributes
+	// Git would open is a special file (a FIFO would block it); Git was not
+	// run, or not past the checks.
 	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")
 	// ErrGit: Git could not be started, failed, or printed something this
 	// package could not parse.

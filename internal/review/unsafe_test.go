@@ -3,6 +3,7 @@
 package review
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -230,6 +231,72 @@ func TestChangesChecksNestedRepositories(t *testing.T) {
 			}
 			if d := time.Since(start); d > 4*time.Second {
 				t.Errorf("took %v: something waited on a FIFO", d)
+			}
+		})
+	}
+}
+
+// TestReviewWorkTreeFIFOIgnoreBlocks: Git opens the .gitignore of every
+// directory it visits and the .gitattributes on a diffed path with a
+// blocking open, so a FIFO there held the review until its timeout. The
+// review refuses one (and a symlink leading to one, which a Git before
+// 2.32 follows) before any Git reads it; a regular file or a symlink to
+// one is fine.
+func TestReviewWorkTreeFIFOIgnoreBlocks(t *testing.T) {
+	fifo := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) { testutil.Mkfifo(t, filepath.Join(dir, name)) }
+	}
+	link := func(name, target string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+		want  error
+	}{
+		{"sub/.gitignore", fifo("sub/.gitignore"), ErrRepositoryUnsafe},
+		{".gitattributes", fifo(".gitattributes"), ErrRepositoryUnsafe},
+		{".gitignore", fifo(".gitignore"), ErrRepositoryUnsafe},
+		{"tracked/.gitattributes", fifo("tracked/.gitattributes"), ErrRepositoryUnsafe},
+		{"deep/er/.gitignore", fifo("deep/er/.gitignore"), ErrRepositoryUnsafe},
+		{"symlink to a FIFO", func(t *testing.T, dir string) {
+			fifo("pipe")(t, dir)
+			link("sub/.gitignore", "../pipe")(t, dir)
+		}, ErrRepositoryUnsafe},
+		{"symlink to a file", func(t *testing.T, dir string) {
+			testutil.WriteFile(t, dir, "patterns", "*.log\n")
+			link("sub/.gitignore", "../patterns")(t, dir)
+		}, nil},
+		{"dangling symlink", link(".gitattributes", "nowhere"), nil},
+		{"inside an ignored directory", func(t *testing.T, dir string) {
+			testutil.WriteFile(t, dir, ".gitignore", "/ignored/\n")
+			fifo("ignored/.gitignore")(t, dir)
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := testutil.NewRepo(t)
+			testutil.WriteFile(t, dir, "a.txt", "one\n")
+			testutil.WriteFile(t, dir, "tracked/b.txt", "b\n")
+			commitAll(t, dir)
+			testutil.WriteFile(t, dir, "a.txt", "two\n")
+			testutil.WriteFile(t, dir, "tracked/b.txt", "c\n")
+			tt.plant(t, dir)
+			start := time.Now()
+			_, err := New(Options{Timeout: 3 * time.Second}).Changes(context.Background(), dir)
+			if el := time.Since(start); el > 2*time.Second {
+				t.Fatalf("review blocked %v on a work-tree FIFO (err: %v)", el.Round(time.Millisecond), err)
+			}
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("Changes = %v, want %v", err, tt.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -29,11 +30,12 @@ func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, st start, all
 	}
 	limit := clampLimit(op.Limit, s.limits.DefaultMatches, s.limits.MaxMatches)
 	p := &scanParams{
-		m:          m,
-		maxChars:   s.limits.MaxLineChars,
-		context:    min(op.Context, s.limits.MaxContext),
-		maxMatches: limit + 1, // one more tells that there are more
-		maxBytes:   s.limits.MaxOutputBytes,
+		m:            m,
+		maxChars:     s.limits.MaxLineChars,
+		context:      min(op.Context, s.limits.MaxContext),
+		maxMatches:   limit + 1, // one more tells that there are more
+		maxBytes:     s.limits.MaxOutputBytes,
+		maxFileBytes: s.limits.MaxFileBytes,
 	}
 	coll := collector{res: res, limit: limit, maxBytes: s.limits.MaxOutputBytes}
 	if st.info.IsDir() {
@@ -50,10 +52,15 @@ func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, st start, all
 	if !st.info.Mode().IsRegular() {
 		return &OpError{CodeUnreadable, "not a regular file"}
 	}
+	if st.info.Size() > s.limits.MaxFileBytes {
+		return s.tooLarge()
+	}
 	sc := s.getScanner()
 	defer s.putScanner(sc)
 	ms, err := sc.scan(ctx, p, st.file, st.info.Size(), base)
 	switch {
+	case errors.Is(err, errTooLarge):
+		return s.tooLarge()
 	case errors.Is(err, errBinary):
 	case err != nil && ctx.Err() != nil:
 	case err != nil:
@@ -63,6 +70,12 @@ func (s *Searcher) grep(ctx context.Context, root *os.Root, op Op, st start, all
 		coll.add(ms)
 	}
 	return nil
+}
+
+// tooLarge is the error of a grep whose path is a file over
+// Limits.MaxFileBytes.
+func (s *Searcher) tooLarge() *OpError {
+	return &OpError{CodeTooLarge, fmt.Sprintf("the file is over %d bytes and was not searched; search it with a command", s.limits.MaxFileBytes)}
 }
 
 // collector gathers matches in order within the match limit and the
@@ -125,6 +138,7 @@ type fileOutcome struct {
 	matches    []Match
 	searched   bool
 	unreadable bool
+	tooLarge   bool
 }
 
 // walkEnd is what the walk of a grep saw. Events are recorded with the
@@ -217,6 +231,9 @@ func (s *Searcher) grepTree(ctx context.Context, h *dirHandle, base string, stac
 				if d.unreadable {
 					res.Unreadable++
 				}
+				if d.tooLarge {
+					res.TooLarge++
+				}
 				coll.add(d.matches)
 			}
 		case we = <-ended:
@@ -267,8 +284,16 @@ func (sc *scanner) scanJob(ctx context.Context, p *scanParams, j fileJob) fileOu
 		o.unreadable = err != nil
 		return o
 	}
+	// Judged by fstat, before any read: a sparse file costs no more to
+	// skip than a small one.
+	if st.Size > p.maxFileBytes {
+		o.tooLarge = true
+		return o
+	}
 	ms, err := sc.scan(ctx, p, f, st.Size, j.rel)
 	switch {
+	case errors.Is(err, errTooLarge):
+		o.tooLarge = true
 	case errors.Is(err, errBinary):
 	case err != nil:
 		o.unreadable = ctx.Err() == nil

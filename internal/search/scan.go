@@ -13,6 +13,10 @@ import (
 // first binaryProbeBytes: grep skips it.
 var errBinary = errors.New("binary file")
 
+// errTooLarge is returned by scanner.scan for a file that grew past
+// scanParams.maxFileBytes while it was read.
+var errTooLarge = errors.New("file too large")
+
 // ellipsis marks where a line was cut.
 const ellipsis = "…"
 
@@ -34,6 +38,9 @@ type scanParams struct {
 	context    int
 	maxMatches int // stop after this many
 	maxBytes   int // stop once the matches' size reaches this
+	// maxFileBytes: a file that turns out longer than this while read
+	// (fstat said less, and it grew) is errTooLarge.
+	maxFileBytes int64
 }
 
 // scanState is one file's scan.
@@ -84,6 +91,11 @@ func (sc *scanner) scan(ctx context.Context, p *scanParams, r io.Reader, size in
 				eof = true
 			case err != nil:
 				return nil, err
+			case p.maxFileBytes > 0 && total > p.maxFileBytes:
+				// The callers skip files fstat says are larger: this is
+				// one that grew meanwhile, which nothing else stops when
+				// fstat said 0.
+				return nil, errTooLarge
 			case size > 0 && total >= size:
 				// The size fstat gave is read: skip the extra read that
 				// would return EOF. A file growing meanwhile is cut here.

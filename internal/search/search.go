@@ -34,7 +34,10 @@
 // grep reports each matching line once, with its 1-based number. A regular
 // expression is matched within single lines ("^", "$", "\A", "\z" match at
 // line boundaries; classes never match a newline). Files with a NUL byte in
-// their first 8 KiB are skipped as binary. Memory does not depend on file
+// their first 8 KiB are skipped as binary, and files over
+// Limits.MaxFileBytes are not read at all (counted in Result.TooLarge): a
+// sparse file of a terabyte with a text head would otherwise be read for an
+// hour under the Project's read lock. Memory does not depend on file
 // or line sizes: files are read through a 256 KiB buffer, and a longer line
 // is searched in overlapping windows. Files are searched in parallel
 // (Limits.Workers), and the results taken in walk order.
@@ -71,6 +74,7 @@ const (
 	DefaultMaxLineChars    = 500
 	DefaultMaxContext      = 10
 	DefaultMaxOutputBytes  = 256 << 10
+	DefaultMaxFileBytes    = 1 << 30
 	minOutputBytes         = 1 << 10
 	minLineChars           = 16
 	binaryProbeBytes       = 8 << 10
@@ -96,6 +100,7 @@ const (
 	CodeInvalidPattern  = "invalid_pattern"  // missing or malformed pattern or include
 	CodeInvalidArgument = "invalid_argument" // unknown op, negative depth, limit or context
 	CodeUnreadable      = "unreadable"       // the operation path exists but cannot be read
+	CodeTooLarge        = "too_large"        // grep's file is over Limits.MaxFileBytes
 )
 
 // Entry types.
@@ -141,6 +146,11 @@ type Limits struct {
 	MaxOutputBytes int
 	// Workers is how many files grep reads in parallel. Default GOMAXPROCS.
 	Workers int
+	// MaxFileBytes is the largest file grep reads; a larger one in a walk
+	// is skipped and counted in Result.TooLarge, and one named by the
+	// operation's path is too_large. Default 1 GiB, read_files' bound:
+	// what read_files would not read, grep does not search either.
+	MaxFileBytes int64
 }
 
 // DefaultLimits returns the limits of docs/design.md §9.
@@ -155,6 +165,7 @@ func DefaultLimits() Limits {
 		MaxLineChars:       DefaultMaxLineChars,
 		MaxContext:         DefaultMaxContext,
 		MaxOutputBytes:     DefaultMaxOutputBytes,
+		MaxFileBytes:       DefaultMaxFileBytes,
 	}
 }
 
@@ -169,6 +180,9 @@ func (l Limits) withDefaults() Limits {
 		if *f.v <= 0 {
 			*f.v = *f.def
 		}
+	}
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = d.MaxFileBytes
 	}
 	l.DefaultMatches = min(l.DefaultMatches, l.MaxMatches)
 	l.DefaultListEntries = min(l.DefaultListEntries, l.MaxListEntries)
@@ -230,8 +244,11 @@ type Result struct {
 	// did not allow them.
 	SensitiveHidden int `json:"sensitiveHidden,omitempty"`
 	// Unreadable counts directories and files that could not be read.
-	Unreadable int      `json:"unreadable,omitempty"`
-	Error      *OpError `json:"error,omitempty"`
+	Unreadable int `json:"unreadable,omitempty"`
+	// TooLarge counts files grep did not read because they are larger
+	// than Limits.MaxFileBytes.
+	TooLarge int      `json:"tooLarge,omitempty"`
+	Error    *OpError `json:"error,omitempty"`
 }
 
 // Entry is a file system entry found by ls or glob.

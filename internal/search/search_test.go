@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -489,6 +491,84 @@ func TestBinarySkipped(t *testing.T) {
 	if r := run(t, dir, Limits{}, Op{Kind: "grep", Path: "bin.dat", Pattern: "needle"}, false); len(r.Matches) != 0 || r.Error != nil {
 		t.Errorf("explicit binary file: %+v", r)
 	}
+}
+
+// TestGrepSkipsTooLargeFiles: a sparse 8 GiB file with a text head (an
+// hour of reading for a terabyte) is not read: a walk counts it in
+// tooLarge, an explicit path is too_large, and either answers at once. A
+// file of exactly the limit is searched.
+func TestGrepSkipsTooLargeFiles(t *testing.T) {
+	// A text head longer than the binary probe: the holes after it read
+	// as NULs, which grep takes for text past the probe.
+	dir := makeTree(t, map[string]string{
+		"a/huge.log":  "needle head\n" + strings.Repeat("text head\n", binaryProbeBytes/10+1),
+		"a/small.txt": "needle\n",
+		"edge.txt":    "needle\n",
+	})
+	if err := os.Truncate(filepath.Join(dir, "a", "huge.log"), 8<<30); err != nil {
+		t.Fatal(err)
+	}
+	limits := Limits{MaxFileBytes: int64(len("needle\n"))}
+	tests := []struct {
+		name         string
+		limits       Limits
+		op           Op
+		want         []string
+		wantTooLarge int
+		wantCode     string
+	}{
+		{"walk, default limit", Limits{}, Op{Kind: "grep", Pattern: "needle"}, []string{"a/small.txt:1", "edge.txt:1"}, 1, ""},
+		{"explicit file", Limits{}, Op{Kind: "grep", Path: "a/huge.log", Pattern: "needle"}, nil, 0, CodeTooLarge},
+		{"file of exactly the limit", limits, Op{Kind: "grep", Path: "edge.txt", Pattern: "needle"}, []string{"edge.txt:1"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			got := run(t, dir, tt.limits, tt.op, false)
+			if el := time.Since(start); el > 500*time.Millisecond {
+				t.Errorf("grep took %v: the large file was read", el)
+			}
+			if diff := cmp.Diff(tt.want, paths(got)); diff != "" {
+				t.Errorf("matches (-want +got):\n%s", diff)
+			}
+			if got.TooLarge != tt.wantTooLarge {
+				t.Errorf("tooLarge = %d, want %d", got.TooLarge, tt.wantTooLarge)
+			}
+			var code string
+			if got.Error != nil {
+				code = got.Error.Code
+			}
+			if code != tt.wantCode {
+				t.Errorf("error = %+v, want code %q", got.Error, tt.wantCode)
+			}
+		})
+	}
+}
+
+// TestScanStopsAFileGrowingPastTheLimit: fstat said 0 (or less than the
+// limit) and the file grew meanwhile: the scan stops past the limit
+// instead of reading to the end.
+func TestScanStopsAFileGrowingPastTheLimit(t *testing.T) {
+	m, err := compileMatcher("needle", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &scanParams{m: m, maxChars: 100, maxMatches: 10, maxBytes: 1 << 20, maxFileBytes: 1 << 20}
+	sc := &scanner{buf: make([]byte, bufferBytes)}
+	endless := io.MultiReader(strings.NewReader("needle\n"), endlessText{})
+	if _, err := sc.scan(context.Background(), p, endless, 0, "grows"); !errors.Is(err, errTooLarge) {
+		t.Errorf("scan = %v, want errTooLarge", err)
+	}
+}
+
+// endlessText reads as an endless run of text lines.
+type endlessText struct{}
+
+func (endlessText) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = "abc\n"[i%4]
+	}
+	return len(b), nil
 }
 
 func TestLongLine(t *testing.T) {

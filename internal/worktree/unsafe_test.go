@@ -245,6 +245,36 @@ func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
 	}
 }
 
+// TestRefusesWorkTreeFIFOIgnore: a FIFO .gitignore or .gitattributes in
+// the worktree stops Dirty and Remove at once: diff-files and ls-files
+// --others would block opening it until the timeout.
+func TestRefusesWorkTreeFIFOIgnore(t *testing.T) {
+	for _, name := range []string{"sub/.gitignore", ".gitattributes"} {
+		t.Run(name, func(t *testing.T) {
+			m := fastManager(t)
+			repo := newRepo(t, true)
+			wt, err := m.Create(t.Context(), repo, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.Mkfifo(t, filepath.Join(wt.Path, name))
+			start := time.Now()
+			if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("took %v: something waited on a FIFO", d)
+			}
+			if !exists(wt.Path) {
+				t.Error("the worktree was removed")
+			}
+		})
+	}
+}
+
 // TestPruneRelativizesOlderWorktrees: a worktree made before .git files
 // were written relative gets a relative one at the next Prune (startup).
 func TestPruneRelativizesOlderWorktrees(t *testing.T) {
