@@ -233,16 +233,7 @@ func TestRefusesSubmoduleLeadingOutside(t *testing.T) {
 	}
 	testutil.Mkfifo(t, head)
 	testutil.WriteFile(t, wt.Path, "sub/.git", "gitdir: "+filepath.Join(outside, ".git")+"\n")
-	start := time.Now()
-	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-		t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
-	}
-	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-		t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
-	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("took %v: something waited on a FIFO", d)
-	}
+	refusedAtOnce(t, m, repo, wt)
 }
 
 // TestRefusesWorkTreeFIFOIgnore: a FIFO .gitignore or .gitattributes in
@@ -258,16 +249,7 @@ func TestRefusesWorkTreeFIFOIgnore(t *testing.T) {
 				t.Fatal(err)
 			}
 			testutil.Mkfifo(t, filepath.Join(wt.Path, name))
-			start := time.Now()
-			if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
-			}
-			if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
-			}
-			if d := time.Since(start); d > 4*time.Second {
-				t.Errorf("took %v: something waited on a FIFO", d)
-			}
+			refusedAtOnce(t, m, repo, wt)
 			if !exists(wt.Path) {
 				t.Error("the worktree was removed")
 			}
@@ -301,5 +283,21 @@ func TestPruneRelativizesOlderWorktrees(t *testing.T) {
 	}
 	if got := testutil.Markers(t, filepath.Dir(wt.Path)); len(got) != 1 {
 		t.Errorf("files next to the worktree: %v", got)
+	}
+}
+
+// refusedAtOnce checks that Dirty and Remove of wt answer
+// review.ErrRepositoryUnsafe without waiting (on a FIFO).
+func refusedAtOnce(t *testing.T, m *Manager, repo string, wt *Worktree) {
+	t.Helper()
+	start := time.Now()
+	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
+		t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("took %v: something waited on a FIFO", d)
 	}
 }
