@@ -40,7 +40,7 @@ func metaTree(t testing.TB) *os.Root {
 	// Git tests a Git directory's markers with access(), following links:
 	// lobj/objects leads elsewhere, lrefs/refs nowhere yet.
 	for link, target := range map[string]string{"g": ".git", "lnk_env": ".env", "zzz": ".kube", "up_git": "src/../.git/hooks/..",
-		"lobj/objects": "../src", "lrefs/refs": "../not-yet"} {
+		"lobj/objects": "../src", "lrefs/refs": "../not-yet", "lmeta": "meta"} {
 		if err := root.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +71,16 @@ func TestOpenRules(t *testing.T) {
 		"plain.link/x":    func(err error) bool { return errors.Is(err, syscall.ENOTDIR) },
 		"missing/file":    func(err error) bool { return errors.Is(err, fs.ErrNotExist) },
 		"src/up/.git/x/y": isRepository,
+		// A Git directory by shape, whatever its name, the directory
+		// itself included and through a link; a marker that is a symlink
+		// counts; a linked worktree's gitdir has HEAD and commondir.
+		"meta/config":          isRepository,
+		"meta":                 isRepository,
+		"meta/objects":         isRepository,
+		"lmeta/config":         isRepository,
+		"lobj/HEAD":            isRepository,
+		"lrefs/HEAD":           isRepository,
+		"wtgd/config.worktree": isRepository,
 	} {
 		f, real, err := Open(root, in, false)
 		if f != nil {
@@ -91,7 +101,8 @@ func TestOpenRules(t *testing.T) {
 		"zzz/config":   ".kube/config",
 		"src/up":       ".",
 		"c1/main.txt":  "src/main.txt",
-		"meta/config":  "meta/config", // reads do not look for Git directories by shape
+		"half/HEAD":    "half/HEAD", // HEAD and objects without refs: no Git directory
+		"half":         "half",
 	} {
 		f, real, err := Open(root, in, true)
 		if err != nil || real != want {
@@ -125,6 +136,58 @@ func TestDirResolverRefusesRepositoryMetadata(t *testing.T) {
 		if _, err := r.Path(in); err != nil {
 			t.Errorf("Path(%q) = %v; want allowed", in, err)
 		}
+	}
+}
+
+func TestIsGitDirAt(t *testing.T) {
+	root := metaTree(t)
+	d, err := root.Open(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for name, want := range map[string]bool{
+		"meta": true, "lobj": true, "lrefs": true, "wtgd": true,
+		"half": false, "src": false, "sub": false, ".env": false, "missing": false,
+		// Walks ask only of directories; a link to a Git directory that
+		// replaced one is a doubt, which hides the name.
+		"lmeta": true,
+	} {
+		if got := IsGitDirAt(d, name); got != want {
+			t.Errorf("IsGitDirAt(%q) = %v, want %v", name, got, want)
+		}
+		f, err := OpenAt(d, name, false)
+		if err != nil {
+			continue
+		}
+		if got := IsGitDir(f); got != want {
+			t.Errorf("IsGitDir(%q) = %v, want %v", name, got, want)
+		}
+		f.Close()
+	}
+}
+
+// TestOpenRefusesGitDirRoot: a root that is itself a Git directory (a
+// bare repository opened as a Project) holds nothing to read, as it holds
+// nothing to write.
+func TestOpenRefusesGitDirRoot(t *testing.T) {
+	dir := t.TempDir()
+	testutil.Git(t, dir, "init", "-q", "--bare", ".")
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, in := range []string{".", "config", "hooks"} {
+		if f, _, err := Open(root, in, true); !isRepository(err) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("Open(%q) in a bare repository = %v, want repository_metadata", in, err)
+		}
+	}
+	if _, err := NewDirResolver(root).Path("config"); !isRepository(err) {
+		t.Errorf("DirResolver.Path(config) = %v, want repository_metadata", err)
 	}
 }
 

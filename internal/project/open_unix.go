@@ -34,19 +34,27 @@ type fdWalk struct {
 	fds    []int // fds[i] is names[i]'s directory, opened from fds[i-1] (or base)
 	names  []string
 	links  int
-	// refuseGitDirs makes entering a directory that is a Git directory
-	// (whatever its name) a path_denied (repository_metadata).
+	// refuseGitDirs makes entering or opening a directory that is a Git
+	// directory (whatever its name), the root included, a *PathError
+	// (repository_metadata).
 	refuseGitDirs bool
 }
 
-func startWalk(root *os.Root) (*fdWalk, error) {
+// startWalk starts a walk at root. With refuseGitDirs, a root that is a
+// Git directory is refused at once.
+func startWalk(root *os.Root, refuseGitDirs bool) (*fdWalk, error) {
 	// O_NONBLOCK spares the *os.File's own flag round trips: it is only
 	// ever used as the directory descriptor of openat.
 	base, err := root.OpenFile(".", os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, Classify(err)
 	}
-	return &fdWalk{base: base, baseFD: FD(base)}, nil
+	w := &fdWalk{base: base, baseFD: FD(base), refuseGitDirs: refuseGitDirs}
+	if refuseGitDirs && isGitDir(w.baseFD) {
+		base.Close()
+		return nil, &PathError{Reason: ReasonRepository}
+	}
+	return w, nil
 }
 
 func (w *fdWalk) close() {
@@ -55,15 +63,6 @@ func (w *fdWalk) close() {
 	}
 	w.fds = nil
 	w.base.Close()
-}
-
-// checkRoot refuses a root that is itself a Git directory when the walk
-// refuses those.
-func (w *fdWalk) checkRoot() error {
-	if w.refuseGitDirs && isGitDir(w.top()) {
-		return &PathError{Reason: ReasonRepository}
-	}
-	return nil
 }
 
 // top is the descriptor of the directory reached so far.
@@ -177,6 +176,10 @@ func (w *fdWalk) openFinal(name string) (f *os.File, target []string, err error)
 		fd, err := openat(w.top(), name, finalFlags)
 		switch {
 		case err == nil:
+			if w.refuseGitDirs && isGitDir(fd) {
+				unix.Close(fd)
+				return nil, nil, &PathError{Reason: ReasonRepository}
+			}
 			w.names = append(w.names, name)
 			return os.NewFile(uintptr(fd), name), nil, nil
 		case errors.Is(err, unix.ELOOP):
@@ -290,20 +293,57 @@ func readlinkat(dir int, name string) (string, error) {
 // objects and refs or a commondir file (a linked worktree's gitdir, whose
 // objects and refs live in the common directory). Any such directory is
 // repository metadata, whatever its name: a worktree's .git file or a
-// core.worktree setting can point Git at it.
+// core.worktree setting can point Git at it. It is the one rule for both
+// reads (Open, IsGitDir in walks) and writes (DirResolver).
 //
 // Git tests the markers with access(), which follows symlinks, so a
 // marker counts when an entry of that name exists at all, of any type: a
 // symlink to anything (even a dangling one, whose target may appear
 // later) counts. Only ENOENT says a marker is missing; any other failure
-// counts it as present, so that a doubt refuses the write. The price is
-// that a plain directory holding user files named HEAD and objects and
-// refs (or HEAD and commondir) is refused too.
+// counts it as present, so that a doubt refuses. The price is that a
+// plain directory holding user files named HEAD and objects and refs (or
+// HEAD and commondir) is refused too.
+//
+// HEAD is asked first and alone: most directories have none, so they
+// cost one fstatat. ENOTDIR there is exact, not a doubt: HEAD holds no
+// slash, so only an fd that is not a directory (a file Open opened) gives
+// it, and a file is no Git directory.
 func isGitDir(fd int) bool {
-	if !hasEntry(fd, "HEAD") {
+	switch _, err := fstatat(fd, "HEAD"); {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
 		return false
 	}
 	return hasEntry(fd, "commondir") || hasEntry(fd, "objects") && hasEntry(fd, "refs")
+}
+
+// IsGitDir reports whether the open directory dir is a Git directory
+// (a HEAD with objects and refs, or with a commondir, each of any type),
+// whatever its name: repository metadata, like a .git entry. Walks that
+// open entries themselves (OpenAt) ask it of each directory they open,
+// before showing or entering it; Open and DirResolver refuse such
+// directories already. A file that is not a directory is not one.
+func IsGitDir(dir *os.File) bool { return isGitDir(FD(dir)) }
+
+// IsGitDirAt reports whether the entry name of the open directory dir is
+// a directory that IsGitDir refuses, for a walk that shows the entry
+// without entering it. Most directories have no HEAD: one fstatat of
+// name/HEAD says so without opening them. Otherwise name is opened (never
+// through a link) and judged by IsGitDir; a name that cannot be opened
+// then counts as one (a doubt hides it). The probe follows name if it was
+// swapped for a link since it was listed; that can only show or hide the
+// name, which the caller does not enter.
+func IsGitDirAt(dir *os.File, name string) bool {
+	dirfd := FD(dir)
+	switch _, err := fstatat(dirfd, name+"/HEAD"); {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		return false
+	}
+	fd, err := openat(dirfd, name, dirFlags)
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	return isGitDir(fd)
 }
 
 // hasEntry reports whether the directory fd has an entry name of any type,

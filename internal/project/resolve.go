@@ -31,6 +31,10 @@ var ErrSensitive = errors.New("sensitive file")
 // The rules are judged on rel and on real: repository metadata
 // (IsRepositoryMetadata) is a *PathError with ReasonRepository; a
 // sensitive file (IsSensitive) is ErrSensitive unless allowSensitive.
+// Entering or opening a directory that is a Git directory (IsGitDir),
+// whatever its name and the root included, is repository metadata too:
+// a .git file's gitdir: target or a bare repository holds the same
+// config and hooks as a .git directory.
 //
 // The file is opened read-only, non-blocking (a FIFO does not block the
 // open) and without becoming a controlling terminal; directories too. The
@@ -43,7 +47,7 @@ func Open(root *os.Root, rel string, allowSensitive bool) (f *os.File, real stri
 	if err := judge(rel, allowSensitive); err != nil {
 		return nil, "", err
 	}
-	w, err := startWalk(root)
+	w, err := startWalk(root, true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -79,7 +83,7 @@ func judge(rel string, allowSensitive bool) error {
 //
 // Errors: as Open's, without the rules.
 func RealPath(root *os.Root, rel string) (string, fs.FileInfo, error) {
-	w, err := startWalk(root)
+	w, err := startWalk(root, false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -101,10 +105,9 @@ func RealPath(root *os.Root, rel string) (string, fs.FileInfo, error) {
 // walked like Open's (element by element, O_NOFOLLOW, links read and
 // judged), except that the first missing element and the rest are kept as
 // written, so a directory about to be created resolves too. Entering a
-// directory that is a Git directory (a HEAD with objects and refs, or with
-// a commondir, each of any type), whatever its name, is refused. It caches
-// each directory, so the many files of a patch in a few directories cost
-// a few walks. Results describe the tree
+// directory that is a Git directory (IsGitDir), whatever its name, is
+// refused, as for Open. It caches each directory, so the many files of a
+// patch in a few directories cost a few walks. Results describe the tree
 // at one moment; writes still go through root, which stays contained
 // whatever changed since, and DevSpace's writers hold the Project's root
 // lock. A DirResolver is not safe for concurrent use.
@@ -158,15 +161,11 @@ func (r *DirResolver) Dir(d string) (string, error) {
 }
 
 func (r *DirResolver) walkDir(d string) (string, error) {
-	w, err := startWalk(r.root)
+	w, err := startWalk(r.root, true)
 	if err != nil {
 		return "", err
 	}
 	defer w.close()
-	w.refuseGitDirs = true
-	if err := w.checkRoot(); err != nil {
-		return "", err
-	}
 	_, missing, err := w.resolveElems(strings.Split(d, "/"), false)
 	if err != nil {
 		return "", Classify(err)

@@ -98,3 +98,34 @@ func BenchmarkGrepRegexNoLiteral(b *testing.B) {
 func BenchmarkGrepIgnoreCase(b *testing.B) {
 	benchGrep(b, strings.ToLower(testutil.GrepLiteral), false, true)
 }
+
+// benchWalk runs one ls or glob operation over the generated tree, with
+// the limits lifted so that the whole walk is measured.
+func benchWalk(b *testing.B, op Op, want int) {
+	root, err := os.OpenRoot(benchTree(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	s := New(Limits{MaxEntries: 1 << 30, MaxListEntries: 1 << 20, MaxOutputBytes: 1 << 30})
+	op.Limit = 1 << 20
+	for b.Loop() {
+		res, err := s.Run(context.Background(), root, []Op{op}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := res[0]; r.Error != nil || r.Truncated || r.WalkLimitHit || len(r.Entries) < want {
+			b.Fatalf("result: %+v, %d entries", r.Error, len(r.Entries))
+		}
+	}
+}
+
+// BenchmarkLsDepth2 lists the 100 top directories and their 1,000
+// subdirectories: most directories are listed without being entered.
+func BenchmarkLsDepth2(b *testing.B) { benchWalk(b, Op{Kind: KindLs, Depth: 2}, 1100) }
+
+// BenchmarkGlobTree enters every directory of the tree and matches each
+// of its 100,000 files.
+func BenchmarkGlobTree(b *testing.B) {
+	benchWalk(b, Op{Kind: KindGlob, Pattern: "**/file000.go"}, 1000)
+}

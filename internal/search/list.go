@@ -108,12 +108,13 @@ func (s *Searcher) glob(ctx context.Context, root *os.Root, op Op, st start, all
 				st.file.Close()
 				return opError(err)
 			}
-			if project.IsRepositoryMetadata(clean) {
-				st.file.Close()
-				return opError(&project.PathError{Reason: project.ReasonRepository})
-			}
 			sub, e := openStart(root, clean, allowSensitive)
 			switch {
+			case e == errRepository:
+				// Refused like the path itself would be, rather than
+				// answered as a directory that holds nothing.
+				st.file.Close()
+				return e
 			case e != nil || !sub.info.IsDir():
 				if e == nil {
 					sub.file.Close()

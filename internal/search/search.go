@@ -17,7 +17,9 @@
 //     descends into linked directories nor reads linked files (like
 //     ripgrep without --follow);
 //   - skip every entry that is repository metadata (.git in any spelling,
-//     project.IsRepositoryMetadata), and refuse explicit paths inside one;
+//     project.IsRepositoryMetadata, or a directory that is a Git directory
+//     under another name, project.IsGitDir: a gitdir: target, a bare
+//     repository), and refuse explicit paths inside one;
 //   - honour .gitignore files (the Project root's and nested ones, which
 //     need no Git repository) and .git/info/exclude, unless the operation
 //     sets includeIgnored. Ignore files above the Project root are never
@@ -377,6 +379,10 @@ type start struct {
 // did not allow: the operation shows nothing and counts it as hidden.
 var errHidden = &OpError{Code: "sensitive_hidden"}
 
+// errRepository is the path_denied of a path that is repository metadata:
+// a .git element, or a Git directory under another name.
+var errRepository = &OpError{CodePathDenied, "repository metadata (.git) is not Project content; review changes with show_changes"}
+
 // openStart opens base with project.Open's rules (no link followed
 // unjudged; .git and sensitive real paths refused).
 func openStart(root *os.Root, base string, allowSensitive bool) (start, *OpError) {
@@ -422,7 +428,7 @@ func opError(err error) *OpError {
 	switch {
 	case errors.Is(err, project.ErrPathDenied):
 		if pe, ok := errors.AsType[*project.PathError](err); ok && pe.Reason == project.ReasonRepository {
-			return &OpError{CodePathDenied, "repository metadata (.git) is not Project content; review changes with show_changes"}
+			return errRepository
 		}
 		return &OpError{CodePathDenied, err.Error()}
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):

@@ -147,18 +147,37 @@ func (w *walker) walkDir(h *dirHandle, rel string, depth int, stack ignoreStack)
 			}
 			continue
 		}
+		enter := isDir && !w.limitHit && (w.maxDepth == 0 || depth < w.maxDepth) && (w.descend == nil || w.descend(child))
+		// A Git directory under another name (a gitdir: target, a bare
+		// repository) is skipped like a .git entry, name included. A
+		// directory to enter is judged on its open descriptor, so what is
+		// entered is what was judged; one only shown costs one probe.
+		var sub *os.File
+		var subErr error
+		switch {
+		case enter:
+			// Never through a link: a directory swapped for a link after
+			// the directory was read is not entered.
+			sub, subErr = project.OpenAt(h.dir, name, true)
+			if subErr == nil && project.IsGitDir(sub) {
+				sub.Close()
+				continue
+			}
+		case isDir && project.IsGitDirAt(h.dir, name):
+			continue
+		}
 		e := walkEntry{rel: child, name: name, typ: typ, depth: depth, dir: h}
 		if !w.visit(&e) {
+			if sub != nil {
+				sub.Close()
+			}
 			w.stopped = true
 			return
 		}
-		if !isDir || w.limitHit || w.maxDepth > 0 && depth >= w.maxDepth || w.descend != nil && !w.descend(child) {
+		if !enter {
 			continue
 		}
-		// Never through a link: a directory swapped for a link after the
-		// directory was read is not entered.
-		sub, err := project.OpenAt(h.dir, name, true)
-		if err != nil {
+		if subErr != nil {
 			w.unreadable()
 			continue
 		}
