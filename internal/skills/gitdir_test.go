@@ -45,17 +45,10 @@ func TestSkillsSkipGitDirNotNamedDotGit(t *testing.T) {
 		t.Errorf("support files = %v, want %s", loaded.Files, want)
 	}
 	for _, rel := range []string{"mirror.git/config", "meta/config", "work/.git"} {
-		r, real, err := c.OpenSupport(ctx, e.root, URI(tools.ID, rel), map[string]bool{tools.ID: true})
-		if err != nil {
-			continue // refused outright: good
-		}
-		f, _, oerr := project.Open(r, real, false)
-		r.Close()
-		if oerr == nil {
-			f.Close()
-			t.Errorf("skill file %q resolves to %q, which a reader may open", rel, real)
-		} else if pe, ok := errors.AsType[*project.PathError](oerr); !ok || pe.Reason != project.ReasonRepository {
-			t.Errorf("skill file %q: %v, want repository_metadata", rel, oerr)
+		if _, oerr := readerOpens(t, ctx, c, e.root, tools.ID, rel); oerr != nil {
+			if pe, ok := errors.AsType[*project.PathError](oerr); !ok || pe.Reason != project.ReasonRepository {
+				t.Errorf("skill file %q: %v, want repository_metadata", rel, oerr)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,21 +52,32 @@ func TestSkillsNeverShowSecrets(t *testing.T) {
 		t.Errorf("support files = %v, want only ok.md", loaded.Files)
 	}
 	for _, rel := range []string{"env.txt", "kube/config", "cfg", "gcfg"} {
-		r, real, err := c.OpenSupport(ctx, e.root, URI(tools.ID, rel), map[string]bool{tools.ID: true})
-		if err != nil {
-			continue // refused outright: good
-		}
-		// Resolved inside the Project: the reader's rules see the real path.
-		f, _, oerr := project.Open(r, real, false)
-		r.Close()
-		if oerr == nil {
-			f.Close()
-			t.Errorf("skill file %q resolves to %q, which a reader may open", rel, real)
-		} else if !errors.Is(oerr, project.ErrSensitive) && !errors.Is(oerr, project.ErrPathDenied) {
+		real, oerr := readerOpens(t, ctx, c, e.root, tools.ID, rel)
+		if oerr != nil && !errors.Is(oerr, project.ErrSensitive) && !errors.Is(oerr, project.ErrPathDenied) {
 			t.Errorf("skill file %q: %v", rel, oerr)
 		}
 		if strings.Contains(real, marker) {
 			t.Errorf("leak in %q", real)
 		}
 	}
+}
+
+// readerOpens resolves skill file rel of skill id and opens what it
+// resolves to as a reader would (the reader's rules see the real path).
+// It returns what rel resolved to and the reader's error; nothing when
+// OpenSupport refused it outright. A file the reader may open is
+// reported.
+func readerOpens(t *testing.T, ctx context.Context, c *Catalog, root *os.Root, id, rel string) (string, error) {
+	t.Helper()
+	r, real, err := c.OpenSupport(ctx, root, URI(id, rel), map[string]bool{id: true})
+	if err != nil {
+		return "", nil
+	}
+	f, _, oerr := project.Open(r, real, false)
+	r.Close()
+	if oerr == nil {
+		f.Close()
+		t.Errorf("skill file %q resolves to %q, which a reader may open", rel, real)
+	}
+	return real, oerr
 }
