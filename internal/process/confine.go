@@ -8,7 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/devspace-dev/devspace/internal/sandbox"
 )
@@ -26,8 +31,20 @@ const ConfineCommand = "__confine"
 const confinePolicyEnv = "DEVSPACE_CONFINE_POLICY"
 
 // ConfineMain enters the Landlock domain of the policy in
-// DEVSPACE_CONFINE_POLICY and execs args[0] (an absolute path) with args.
-// It never runs the program unconfined: any failure exits 126.
+// DEVSPACE_CONFINE_POLICY, runs args[0] (an absolute path) with args as
+// its child, and exits with the child's status once the child and
+// everything it left behind are gone. It never runs the program
+// unconfined: a failure to confine exits 126.
+//
+// It does not exec the program: what the program starts (a filter that
+// backgrounds a process) would outlive it, in the server's session where
+// the server's sweep does not look, keeping the domain and its rights.
+// So ConfineMain is a child subreaper: such processes re-parent to it,
+// and when the program exits it kills and reaps them (killLeftovers).
+// The program runs in a session of its own and dies with ConfineMain
+// (parent-death signal), so if ConfineMain is killed (a timeout) what
+// remains re-parents to the server outside its session, and its sweep
+// kills it.
 func ConfineMain(args []string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "devspace: cannot confine the program:", err)
@@ -47,14 +64,82 @@ func ConfineMain(args []string) int {
 	if err := os.Unsetenv(confinePolicyEnv); err != nil {
 		return fail(err)
 	}
-	// The domain is entered by this thread only, and the exec must happen
-	// on it.
+	// The domain is entered by this thread only, and the program is
+	// started from it (a locked goroutine forks on its own thread).
 	runtime.LockOSThread()
 	closeOnExecAbove(2)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("become a child subreaper: %w", err))
+	}
+	// Its own /proc entry, to list its children (not the program's: the
+	// rule is made before the program exists).
+	p.ReadFiles = append(p.ReadFiles, "/proc/self")
 	if _, err := sandbox.Restrict(p); err != nil {
 		return fail(err)
 	}
-	return fail(syscall.Exec(args[0], args, os.Environ()))
+	cmd := exec.Command(args[0])
+	cmd.Args, cmd.Env = args, os.Environ()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	err := cmd.Wait()
+	killLeftovers()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return exit.ExitCode()
+	}
+	return fail(err)
+}
+
+// killLeftovers SIGKILLs and reaps the children of this subreaper (what
+// the program left behind re-parents here), in rounds, since a killed
+// child's own children re-parent here in turn, until none remains or
+// the rounds run out (then the server's sweep takes what is left: it
+// lives outside the server's session).
+func killLeftovers() {
+	for round := 0; round < 200; round++ {
+		kids := children()
+		if len(kids) == 0 {
+			return
+		}
+		for _, pid := range kids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		for {
+			var ws unix.WaitStatus
+			if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// children lists this process's children, zombies included, from the
+// children file of each of its threads.
+func children() []int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 // Confine makes cmd run its program confined to p, completed with what

@@ -3,10 +3,13 @@
 package review
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/process"
@@ -174,5 +177,75 @@ func BenchmarkChangesConfined(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// liveWith returns the live processes (not zombies) whose command line
+// holds marker.
+func liveWith(marker string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.HasPrefix(b, []byte("sleep\x00"+marker)) {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// TestConfinedGitLeavesNothingBehind: a filter that backgrounds a process
+// (also in a process group of its own) left it running after DevSpace's
+// Git returned, with the invocation's domain and rights, in the server's
+// session where nothing looked (found by an attacker review). Nothing the
+// program started outlives the invocation now.
+func TestConfinedGitLeavesNothingBehind(t *testing.T) {
+	confine := newConfiner(t)
+	dir := testutil.NewRepo(t)
+	testutil.WriteFile(t, dir, "a.txt", "one\n")
+	testutil.WriteFile(t, dir, ".gitattributes", "a.txt filter=x\n")
+	commitAll(t, dir)
+	testutil.WriteFile(t, dir, "a.txt", "two\n")
+	for i, bg := range []string{"sleep %s", "set -m; sleep %s"} {
+		marker := fmt.Sprintf("%d.%d", 97+i, os.Getpid())
+		t.Cleanup(func() {
+			for _, pid := range liveWith(marker) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+		if err := os.WriteFile(filepath.Join(dir, ".git", "config.x"), []byte(fmt.Sprintf(
+			"[filter \"x\"]\n\tclean = \"(%s >/dev/null 2>&1 </dev/null &) ; cat\"\n", fmt.Sprintf(bg, marker))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Git(t, dir, "config", "include.path", "config.x")
+		repo, err := OpenRepository(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The control: unconfined, the process outlives Git.
+		if _, err := NewGit(GitOptions{}).Run(t.Context(), repo, "hash-object", "a.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if len(liveWith(marker)) == 0 {
+			t.Fatalf("%q: control: the filter left nothing running", bg)
+		}
+		for _, pid := range liveWith(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if _, err := NewGit(GitOptions{Confine: confine}).RunWriting(t.Context(), repo, []string{t.TempDir()}, "hash-object", "a.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if pids := liveWith(marker); len(pids) > 0 {
+			t.Errorf("%q: processes the repository's filter started outlive DevSpace's confined Git: %v", bg, pids)
+		}
 	}
 }

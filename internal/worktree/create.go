@@ -64,6 +64,12 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 		return nil, fmt.Errorf("worktree: create repository directory: %w", err)
 	}
 
+	// The marker first: until it is removed, a worktree Git reports as
+	// half-created is this Create's (entry.halfCreated).
+	marker := creatingMarker(wt.Path)
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return nil, fmt.Errorf("worktree: mark the worktree being created: %w", err)
+	}
 	// The base ref first: a kill between the two leaves a base ref without
 	// its branch, which sweep recognises as residue.
 	baseRef, branchRef := baseRefPrefix+shortOf(wt.Branch), "refs/heads/"+wt.Branch
@@ -87,6 +93,9 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 	if err := m.relativize(ctx, src, wt); err != nil {
 		m.undoCreate(ctx, src, wt, head)
 		return nil, err
+	}
+	if err := os.Remove(marker); err != nil {
+		return nil, fmt.Errorf("worktree: unmark the created worktree: %w", err)
 	}
 	wt.BaseCommit = head
 	return wt, nil
@@ -146,6 +155,7 @@ func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Wo
 	short := shortOf(wt.Branch)
 	_ = m.updateRef(ctx, src, "refs/heads/"+wt.Branch, "", head)
 	_ = m.updateRef(ctx, src, baseRefPrefix+short, "", head)
+	_ = os.Remove(creatingMarker(wt.Path))
 }
 
 // absoluteGitdir returns the target of the .git file at dotgit when it is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/devspace-dev/devspace/internal/review"
@@ -26,9 +27,20 @@ type entry struct {
 }
 
 // halfCreated reports whether e is a worktree whose `git worktree add` never
-// finished.
+// finished: Git's own lock says so, and so does the marker Create keeps
+// beside the worktree, in the server's directory, until it is done
+// (creatingMarker). Git's lock alone is not trusted: it lives in the
+// source's .git, which a command of that Project may write, and a forged
+// lock made a finished worktree, uncommitted work included, look
+// half-created to Prune, which removed it.
 func (e entry) halfCreated() bool {
-	return e.locked && e.lockReason == lockInitializing
+	return e.locked && e.lockReason == lockInitializing && !missing(creatingMarker(e.path))
+}
+
+// creatingMarker is the file Create keeps beside the worktree at path
+// while it creates it.
+func creatingMarker(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".creating")
 }
 
 // list returns the worktrees of the repository src, the main one first.

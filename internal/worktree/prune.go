@@ -166,6 +166,7 @@ func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entr
 		if _, err := m.git.RunWriting(ctx, src, []string{filepath.Dir(e.path)}, args...); err != nil {
 			return removed, fmt.Errorf("worktree: remove unfinished worktree: %w", err)
 		}
+		_ = os.Remove(creatingMarker(e.path))
 		removed = append(removed, e.path)
 		changed = true
 	}
@@ -201,6 +202,7 @@ func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entr
 		if err := os.Remove(p); err != nil {
 			return removed, fmt.Errorf("worktree: %w", err)
 		}
+		_ = os.Remove(creatingMarker(p))
 		removed = append(removed, p)
 	}
 

@@ -301,3 +301,37 @@ func refusedAtOnce(t *testing.T, m *Manager, repo string, wt *Worktree) {
 		t.Errorf("took %v: something waited on a FIFO", d)
 	}
 }
+
+// TestForgedLockKeepsWorktree: a command of a checkout execution may write
+// the source's .git. It marks another execution's finished worktree as
+// half-created (.git/worktrees/<id>/locked = "initializing", what `git
+// worktree add` writes while it runs); the next Prune (every start) and a
+// Create of that key used to remove it with `worktree remove --force
+// --force`, uncommitted work included (found by an attacker review).
+// Half-created needs Create's own marker, in the server's directory.
+func TestForgedLockKeepsWorktree(t *testing.T) {
+	m := newManager(t)
+	src := newRepo(t, true)
+	victim, err := m.Create(t.Context(), src, "victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(victim.Path, "uncommitted-work.txt")
+	testutil.WriteFile(t, victim.Path, "uncommitted-work.txt", "hours of work\n")
+	lock := filepath.Join(src, ".git", "worktrees", filepath.Base(victim.Path), "locked")
+	if err := os.WriteFile(lock, []byte("initializing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := m.Prune(t.Context(), src); err != nil || len(removed) != 0 {
+		t.Errorf("Prune removed %v (%v)", removed, err)
+	}
+	if again, err := m.Create(t.Context(), src, "victim"); err != nil || again.Path != victim.Path {
+		t.Errorf("Create of the same key = %+v, %v", again, err)
+	}
+	if b, err := os.ReadFile(work); err != nil || string(b) != "hours of work\n" {
+		t.Errorf("another execution's uncommitted work is gone: %q %v", b, err)
+	}
+	if markers, _ := filepath.Glob(filepath.Join(filepath.Dir(victim.Path), ".*.creating")); len(markers) != 0 {
+		t.Errorf("markers left behind: %v", markers)
+	}
+}

@@ -275,10 +275,16 @@ func TestRemove(t *testing.T) {
 }
 
 // halfCreate leaves what a Create killed inside `git worktree add` leaves:
-// both refs, and a worktree Git still marks as initializing.
+// its marker, both refs, and a worktree Git still marks as initializing.
 func halfCreate(t *testing.T, m *Manager, repo, key string) *Worktree {
 	t.Helper()
 	wt := m.layout(repo, key)
+	if err := os.MkdirAll(filepath.Dir(wt.Path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creatingMarker(wt.Path), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	head := strings.TrimSpace(testutil.Git(t, repo, "rev-parse", "HEAD"))
 	testutil.Git(t, repo, "update-ref", baseRefPrefix+shortOf(wt.Branch), head)
 	testutil.Git(t, repo, "update-ref", "refs/heads/"+wt.Branch, head)
