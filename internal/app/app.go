@@ -245,7 +245,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	patches := edits.New(edits.Options{Operations: ops, Locks: locks, Journal: st, Instructions: a.bindings, Checkpoints: activity,
+	patches := edits.New(edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: st, Instructions: a.bindings, Checkpoints: activity,
 		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log})
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
 		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks, GitConfine: gitConfine,

@@ -190,7 +190,17 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 		}
 		recorded = true
 	}
-	s.table.add(e)
+	if !s.table.add(e) {
+		// The execution was closed (its grant revoked) while this command
+		// started, after the close killed its group: nothing may stay.
+		_ = p.Remove()
+		<-p.Done()
+		if recorded {
+			_ = s.opts.Outputs.RetireExecutions(context.WithoutCancel(ctx), []string{e.execID})
+		}
+		lease.Release()
+		return nil, process.ErrGroupClosed
+	}
 	s.recording.Add(1)
 	go s.afterExit(e, lease, recorded)
 	return e, nil

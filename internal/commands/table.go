@@ -60,17 +60,30 @@ type table struct {
 	byRef  map[string]*entry
 	byOut  map[string]*entry
 	byExec map[string][]*entry
+	// dropped are the executions dropExec closed, with when: a command
+	// of one that finishes starting afterwards is not added (add). Kept
+	// for droppedTTL, longer than any start takes.
+	dropped map[string]time.Time
 }
 
-func (t *table) add(e *entry) {
+// droppedTTL is how long add refuses a dropped execution's commands.
+const droppedTTL = 10 * time.Minute
+
+// add records e; it reports false, recording nothing, when e's execution
+// was dropped meanwhile.
+func (t *table) add(e *entry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.dropped[e.execID]; ok {
+		return false
+	}
 	if t.byRef == nil {
 		t.byRef, t.byOut, t.byExec = map[string]*entry{}, map[string]*entry{}, map[string][]*entry{}
 	}
 	t.byRef[e.ref] = e
 	t.byOut[e.outputRef] = e
 	t.byExec[e.execID] = append(t.byExec[e.execID], e)
+	return true
 }
 
 // aliveInProject counts the Project's commands whose tree is alive.
@@ -137,6 +150,16 @@ func (t *table) retire(e *entry) bool {
 // dropExec forgets an execution's commands and returns them.
 func (t *table) dropExec(execID string) []*entry {
 	t.mu.Lock()
+	now := time.Now()
+	if t.dropped == nil {
+		t.dropped = map[string]time.Time{}
+	}
+	for id, at := range t.dropped {
+		if now.Sub(at) > droppedTTL {
+			delete(t.dropped, id)
+		}
+	}
+	t.dropped[execID] = now
 	es := t.byExec[execID]
 	delete(t.byExec, execID)
 	for _, e := range es {

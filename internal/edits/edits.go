@@ -89,6 +89,11 @@ type Instructions interface {
 	InstructionsDelta(ctx context.Context, e *store.Execution, r *os.Root, paths []string) ([]binding.DeltaFile, error)
 }
 
+// Executions reads an execution as it is now (store.Store).
+type Executions interface {
+	ExecutionByID(ctx context.Context, id string) (*store.Execution, error)
+}
+
 // Checkpointer records a sanitized entry on an execution's Thread
 // (binding.Activity).
 type Checkpointer interface {
@@ -110,7 +115,11 @@ type Options struct {
 	Journal      Journal
 	Instructions Instructions
 	Checkpoints  Checkpointer
-	Metrics      *metrics.Metrics
+	// Executions is read again once a call holds the Project's lock, so
+	// that an execution closed while the call waited (a revoked grant)
+	// changes nothing; the server always sets it. Nil skips the check.
+	Executions Executions
+	Metrics    *metrics.Metrics
 	// Snapshots keeps what each patch changed so that Undo can revert it;
 	// nil disables undo (Undo returns ErrUndoDisabled) and recording.
 	Snapshots *undo.Store
@@ -183,12 +192,26 @@ type workspace struct {
 	exec           *store.Execution
 }
 
-// open takes t's root lock for writing and opens its directory. Errors:
-// rootlock.ErrBusy, ctx.Err(), rootlock.ErrRootUnavailable.
+// open takes t's root lock for writing and opens its directory, then
+// reads t's execution again: the caller checked it before waiting for the
+// lock (up to LockTimeout), and a grant revoked or a Thread closed
+// meanwhile must not see its patch committed after the close. Errors:
+// rootlock.ErrBusy, ctx.Err(), rootlock.ErrRootUnavailable,
+// binding.ErrExecutionRequired (closed since).
 func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
 	h, err := s.opts.Locks.AcquireRoot(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.Executions != nil {
+		e, err := s.opts.Executions.ExecutionByID(ctx, t.Execution.ID)
+		if err != nil || e.ClosedAt != nil {
+			h.Close()
+			if err == nil || errors.Is(err, store.ErrNotFound) {
+				err = binding.ErrExecutionRequired
+			}
+			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", err)
+		}
 	}
 	return &workspace{Held: h, exec: t.Execution}, nil
 }

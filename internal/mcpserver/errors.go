@@ -88,7 +88,9 @@ func mapError(err error) *ToolError {
 		hunk         *patch.HunkError
 	)
 	switch {
-	case errors.Is(err, binding.ErrExecutionRequired):
+	case errors.Is(err, binding.ErrExecutionRequired), errors.Is(err, process.ErrGroupClosed):
+		// ErrGroupClosed: the execution was closed (revoked) while the
+		// command waited to start.
 		return toolErr("project_execution_required",
 			"No open Project in this conversation: call project_control with action open (or hydrate after a reconnect).",
 			"project_control open", "project_control hydrate")

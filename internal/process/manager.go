@@ -167,9 +167,15 @@ type Manager struct {
 	// refilling goes down, waking every Shutdown waiting for both to be 0.
 	supervisors        int
 	supervisorsChanged chan struct{}
-	live               int
-	perGroup           map[string]int
-	procs              map[string]*Process
+	// closedGroups are the groups KillGroup closed, with when and why:
+	// a Start for one that was already on its way (its caller checked
+	// the execution before waiting for a lock) must not run after the
+	// group's processes were killed. Entries older than closedGroupTTL
+	// are dropped: no Start waits that long.
+	closedGroups map[string]closedGroup
+	live         int
+	perGroup     map[string]int
+	procs        map[string]*Process
 }
 
 // New returns a Manager. It creates SpoolDir; it probes cgroup v2
@@ -244,6 +250,7 @@ func New(opts Options) (*Manager, error) {
 		procs:              make(map[string]*Process),
 		sandbox:            SandboxStateOf(opts.Sandbox),
 		supervisorsChanged: make(chan struct{}),
+		closedGroups:       make(map[string]closedGroup),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
@@ -384,10 +391,14 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 		return nil, fmt.Errorf("%w: %s", ErrSandboxUnavailable, m.sandbox.Status.Reason)
 	}
 	m.mu.Lock()
+	_, groupClosed := m.closedGroups[group]
 	switch {
 	case m.closed:
 		m.mu.Unlock()
 		return nil, ErrClosed
+	case groupClosed:
+		m.mu.Unlock()
+		return nil, ErrGroupClosed
 	case m.live >= m.opts.MaxLive:
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d running (at most %d)", ErrTooMany, m.live, m.opts.MaxLive)
@@ -410,15 +421,32 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	}
 	m.procs[p.id] = p
 	closed, live := m.closed, m.live
+	gc, groupClosed := m.closedGroups[group]
 	m.mu.Unlock()
 	m.metrics.RunningChanged(live)
 	p.startGoroutines(l)
-	if closed {
+	switch {
+	case closed:
 		go p.Kill(ReasonShutdown)
 		return nil, ErrClosed
+	case groupClosed:
+		// KillGroup ran while this one started: it could not see it.
+		go p.Kill(gc.reason)
+		return nil, ErrGroupClosed
 	}
 	return p, nil
 }
+
+// closedGroup is a group KillGroup closed.
+type closedGroup struct {
+	at     time.Time
+	reason string
+}
+
+// closedGroupTTL is how long a closed group refuses Start: longer than
+// any caller waits between checking its execution and starting (a root
+// lock's wait, the start timeout).
+const closedGroupTTL = 10 * time.Minute
 
 func (m *Manager) unreserveLocked(group string) {
 	m.live--
@@ -645,9 +673,18 @@ func dupCloexec(fd int) (int, error) {
 // KillGroup kills every live process of group (an execution being closed
 // or revoked), concurrently, and returns how many trees it had to kill. It
 // blocks until they are gone or the Kill bound passes, then removes the
-// group's scratch directory.
+// group's scratch directory. The group stays closed: a Start for it
+// already under way when KillGroup ran, or later, fails with
+// ErrGroupClosed and leaves nothing running.
 func (m *Manager) KillGroup(group, reason string) int {
 	m.mu.Lock()
+	now := time.Now()
+	for g, c := range m.closedGroups {
+		if now.Sub(c.at) > closedGroupTTL {
+			delete(m.closedGroups, g)
+		}
+	}
+	m.closedGroups[group] = closedGroup{at: now, reason: reason}
 	var ps []*Process
 	for _, p := range m.procs {
 		if p.group == group {
