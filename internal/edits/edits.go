@@ -205,12 +205,13 @@ func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
 	}
 	if s.opts.Executions != nil {
 		e, err := s.opts.Executions.ExecutionByID(ctx, t.Execution.ID)
-		if err != nil || e.ClosedAt != nil {
+		switch {
+		case err != nil && !errors.Is(err, store.ErrNotFound):
 			h.Close()
-			if err == nil || errors.Is(err, store.ErrNotFound) {
-				err = binding.ErrExecutionRequired
-			}
-			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", err)
+			return nil, fmt.Errorf("edits: read the execution: %w", err)
+		case err != nil || e.ClosedAt != nil:
+			h.Close()
+			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", binding.ErrExecutionRequired)
 		}
 	}
 	return &workspace{Held: h, exec: t.Execution}, nil

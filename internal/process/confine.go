@@ -19,7 +19,7 @@ import (
 )
 
 // ConfineCommand is the hidden subcommand that runs ConfineMain: the
-// binary confines itself to a policy and execs a program, which runs in
+// binary confines itself to a policy and runs a program, which runs in
 // that Landlock domain with everything it starts. DevSpace runs its own
 // Git this way (Manager.Confine): whatever a repository makes Git run
 // (a filter planted between the check and the run) is held to what a
@@ -27,7 +27,7 @@ import (
 const ConfineCommand = "__confine"
 
 // confinePolicyEnv carries the JSON sandbox.Policy to ConfineMain; it is
-// removed from the environment before the exec.
+// removed from the environment before the program starts.
 const confinePolicyEnv = "DEVSPACE_CONFINE_POLICY"
 
 // ConfineMain enters the Landlock domain of the policy in

@@ -157,13 +157,13 @@ func handledFS(abi int) uint64 {
 }
 
 // Restrict drops every capability (dropCapabilities), sets no_new_privs
-// and enters a new Landlock domain built from p, on the calling OS
-// thread only, and denies that thread clone3 (a
-// seccomp filter: denyClone3), which would let it start processes in
-// other cgroups. The caller must hold
-// runtime.LockOSThread and exec right after: the exec'd program inherits
-// the domain, other threads of the caller do not. It returns the rules
-// enforced. Errors wrap ErrUnavailable when the kernel has no Landlock.
+// and enters a new Landlock domain built from p, on the calling OS thread
+// only, and denies that thread clone3 (a seccomp filter: denyClone3),
+// which would let it start processes in other cgroups. The caller must
+// hold runtime.LockOSThread and then exec, or start the program, from
+// that thread: the program inherits the domain, other threads of the
+// caller do not. It returns the rules enforced. Errors wrap
+// ErrUnavailable when the kernel has no Landlock.
 func Restrict(p Policy) (Features, error) {
 	st := Probe()
 	if !st.Available() {
