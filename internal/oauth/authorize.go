@@ -45,9 +45,14 @@ type authRequest struct {
 }
 
 // selection is the one-use step-2 token issued after a correct password.
+// It proves the password as it was under the global epoch epoch (read
+// before the check): password rotation and revoke-all bump the epoch, and
+// a selection of an older one approves nothing. A selection re-issued
+// because the form was incomplete keeps the original's expiry and epoch.
 type selection struct {
 	req     *authRequest
 	expires time.Time
+	epoch   int64
 }
 
 // Authorize serves GET/POST /oauth/authorize: the request itself, step 1
@@ -207,7 +212,15 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	// passwords would hold the Owner's own sign-in in back-off.
 	keys := []string{"req:" + req.id, "client:" + req.clientID}
 	if addr, trusted := s.clientAddr(r); trusted {
-		keys = append(keys, "addr:"+addr)
+		keys = append(keys, "addr:"+addressKey(addr))
+	}
+	// The epoch before the check: a rotation that lands during it makes
+	// the selection stale.
+	epoch, err := s.opts.Store.GlobalEpoch(r.Context())
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "read the global epoch", "err", err)
+		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
+		return
 	}
 	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
 	if !allowed {
@@ -228,7 +241,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	selection := s.newSelectionLocked(req)
+	selection := s.newSelectionLocked(&selection{req: req, expires: s.now().Add(s.opts.SelectionTTL), epoch: epoch})
 	s.mu.Unlock()
 	s.renderConsent(w, http.StatusOK, selection, req, req.scopes, nil, "")
 }
@@ -242,7 +255,8 @@ func (s *Server) verifyReserved(ctx context.Context, password []byte, done func(
 	return s.opts.Password.VerifyPassword(ctx, password)
 }
 
-func (s *Server) newSelectionLocked(req *authRequest) string {
+// newSelectionLocked stores sel under a fresh one-use token.
+func (s *Server) newSelectionLocked(sel *selection) string {
 	now := s.now()
 	for id, sel := range s.selections {
 		if now.After(sel.expires) {
@@ -256,7 +270,7 @@ func (s *Server) newSelectionLocked(req *authRequest) string {
 		}
 	}
 	token := randomValue("sel_")
-	s.selections[token] = &selection{req: req, expires: s.now().Add(s.opts.SelectionTTL)}
+	s.selections[token] = sel
 	return token
 }
 
@@ -269,6 +283,12 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if sel == nil || s.now().After(sel.expires) {
 		s.renderError(w, oauthErr("invalid_request", "This consent form expired or was already used. Start again from your client."))
+		return
+	}
+	if epoch, err := s.opts.Store.GlobalEpoch(r.Context()); err != nil || epoch != sel.epoch {
+		// The password was rotated, or every grant revoked, since it was
+		// typed: it proves nothing now.
+		s.renderError(w, oauthErr("invalid_request", "This consent form is no longer valid. Start again from your client."))
 		return
 	}
 	req := sel.req
@@ -300,7 +320,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(projects) == 0 || len(chosenProjects) > maxProjectsForm {
 		s.mu.Lock()
-		next := s.newSelectionLocked(req)
+		next := s.newSelectionLocked(&selection{req: req, expires: sel.expires, epoch: sel.epoch})
 		s.mu.Unlock()
 		s.renderConsent(w, http.StatusBadRequest, next, req, scopes, chosenProjects, "Choose at least one Project.")
 		return
@@ -411,4 +431,15 @@ func retryAfterSeconds(d time.Duration) string {
 		secs = 1
 	}
 	return strconv.Itoa(secs)
+}
+
+// addressKey is the back-off key of a client address: the address itself,
+// or for IPv6 its /64, since one subscriber commonly holds a whole /64 and
+// could otherwise take a fresh address for every guess.
+func addressKey(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return addr
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
 }

@@ -78,6 +78,11 @@ func (s *Server) RevokeAll(ctx context.Context, reason string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Consent forms filled in under the old epoch approve nothing either
+	// (consentDecision checks the epoch); drop them now.
+	s.mu.Lock()
+	clear(s.selections)
+	s.mu.Unlock()
 	s.closeExecutions(ctx, ids)
 	s.audit(ctx, reason, "", "", map[string]any{"grants": len(ids)})
 	return len(ids), nil

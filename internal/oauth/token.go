@@ -164,6 +164,11 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
 		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
 	}
+	if row.Resource != s.opts.Resource {
+		// Issued for another resource (the public URL changed): RFC 8707
+		// binds what it yields to that one.
+		return nil, oauthErr("invalid_grant", "the authorization code was issued for another resource")
+	}
 	ti, err := s.manager.GenerateAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: code}),
 		libGrantCode, &oauth2.TokenGenerateRequest{ClientID: client.ID, RedirectURI: row.RedirectURI, Code: code, Request: r})
 	switch {
@@ -239,6 +244,11 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 	}
 	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
 		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
+	}
+	if row.Resource != s.opts.Resource {
+		// Issued for another resource (the public URL changed): its access
+		// token is refused there, and so is it.
+		return nil, oauthErr("invalid_grant", "the refresh token was issued for another resource")
 	}
 	// A refresh may narrow scope, never widen it (the library would widen).
 	requested := parseScopes(form.Get("scope"))
