@@ -85,13 +85,7 @@ func TestConsentSelectionDiesWithEmergencyActions(t *testing.T) {
 			page, _ := io.ReadAll(authResp.Body)
 			authResp.Body.Close()
 			req := html.UnescapeString(requestTokenRE.FindStringSubmatch(string(page))[1])
-			resp, body := consentPost(t, env, url.Values{"request": {req}, "password": {apptest.Password}})
-			m := consentSelectionRE.FindStringSubmatch(body)
-			if resp.StatusCode != http.StatusOK || m == nil {
-				t.Fatalf("step 2: %d", resp.StatusCode)
-			}
-			selection := html.UnescapeString(m[1])
-			project := html.UnescapeString(consentProjectRE.FindStringSubmatch(body)[1])
+			selection, project := toStep2(t, env, req)
 
 			switch action {
 			case "rotate-password":
@@ -104,7 +98,7 @@ func TestConsentSelectionDiesWithEmergencyActions(t *testing.T) {
 				}
 			}
 
-			resp, _ = consentPost(t, env, url.Values{"selection": {selection}, "decision": {"approve"},
+			resp, _ := consentPost(t, env, url.Values{"selection": {selection}, "decision": {"approve"},
 				"project": {project}, "scope": {"project:read", "project:write"}})
 			loc, _ := url.Parse(resp.Header.Get("Location"))
 			if resp.StatusCode != http.StatusFound || loc == nil || loc.Query().Get("code") == "" {
@@ -132,13 +126,7 @@ func TestConsentSelectionNotRenewable(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	c := env.Register("attacker", "http://127.0.0.1:9/cb", "client_secret_basic")
 	req := startRequest(t, env, c)
-	resp, body := consentPost(t, env, url.Values{"request": {req}, "password": {apptest.Password}})
-	m := consentSelectionRE.FindStringSubmatch(body)
-	if resp.StatusCode != http.StatusOK || m == nil {
-		t.Fatalf("step 2: %d", resp.StatusCode)
-	}
-	selection := html.UnescapeString(m[1])
-	project := html.UnescapeString(consentProjectRE.FindStringSubmatch(body)[1])
+	selection, project := toStep2(t, env, req)
 	renewed := 0
 	for range 30 { // 30 × 2 min = 1 h
 		env.Clock.Advance(2 * time.Minute)
@@ -153,7 +141,7 @@ func TestConsentSelectionNotRenewable(t *testing.T) {
 	if renewed > 2 {
 		t.Errorf("the selection was renewed %d times, %d minutes past its 5", renewed, renewed*2)
 	}
-	resp, _ = consentPost(t, env, url.Values{"selection": {selection}, "decision": {"approve"}, "project": {project}})
+	resp, _ := consentPost(t, env, url.Values{"selection": {selection}, "decision": {"approve"}, "project": {project}})
 	if loc, _ := url.Parse(resp.Header.Get("Location")); resp.StatusCode == http.StatusFound && loc.Query().Get("code") != "" {
 		t.Errorf("a selection renewed without the password past its expiry still approves a grant")
 	}
@@ -200,4 +188,16 @@ func TestPasswordBackoffPerIPv6Prefix(t *testing.T) {
 	if verified > 4 {
 		t.Errorf("%d of %d wrong passwords verified from one IPv6 /64 behind a trusted proxy (statuses %v)", verified, guesses, statuses)
 	}
+}
+
+// toStep2 posts the Owner's password for the step-1 request req and
+// returns the step-2 selection token and the first Project offered.
+func toStep2(t *testing.T, env *apptest.Env, req string) (selection, project string) {
+	t.Helper()
+	resp, body := consentPost(t, env, url.Values{"request": {req}, "password": {apptest.Password}})
+	m := consentSelectionRE.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil {
+		t.Fatalf("step 2: %d", resp.StatusCode)
+	}
+	return html.UnescapeString(m[1]), html.UnescapeString(consentProjectRE.FindStringSubmatch(body)[1])
 }
