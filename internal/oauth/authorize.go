@@ -241,9 +241,9 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	selection := s.newSelectionLocked(&selection{req: req, expires: s.now().Add(s.opts.SelectionTTL), epoch: epoch})
+	next := s.newSelectionLocked(&selection{req: req, expires: s.now().Add(s.opts.SelectionTTL), epoch: epoch})
 	s.mu.Unlock()
-	s.renderConsent(w, http.StatusOK, selection, req, req.scopes, nil, "")
+	s.renderConsent(w, http.StatusOK, next, req, req.scopes, nil, "")
 }
 
 // verifyReserved checks password and reports the outcome to done, the
