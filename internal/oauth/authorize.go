@@ -211,8 +211,8 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	// the tunnel's address, shared by everyone, and anyone's wrong
 	// passwords would hold the Owner's own sign-in in back-off.
 	keys := []string{"req:" + req.id, "client:" + req.clientID}
-	if addr, trusted := s.clientAddr(r); trusted {
-		keys = append(keys, "addr:"+addressKey(addr))
+	if source, trusted := s.sourceKey(r); trusted {
+		keys = append(keys, "addr:"+source)
 	}
 	// The epoch before the check: a rotation that lands during it makes
 	// the selection stale.
@@ -433,9 +433,16 @@ func retryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(secs)
 }
 
-// addressKey is the back-off key of a client address: the address itself,
-// or for IPv6 its /64, since one subscriber commonly holds a whole /64 and
-// could otherwise take a fresh address for every guess.
+// sourceKey is the per-source limit key of r (the password back-off, the
+// registration limit): clientAddr's address, an IPv6 one as its /64,
+// since one subscriber commonly holds a whole /64 and could otherwise take
+// a fresh address for every guess. trusted is clientAddr's.
+func (s *Server) sourceKey(r *http.Request) (key string, trusted bool) {
+	addr, trusted := s.clientAddr(r)
+	return addressKey(addr), trusted
+}
+
+// addressKey is addr, or for an IPv6 address its /64.
 func addressKey(addr string) string {
 	ip, err := netip.ParseAddr(addr)
 	if err != nil || !ip.Is6() || ip.Is4In6() {

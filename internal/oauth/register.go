@@ -53,8 +53,8 @@ func (s *Server) Register(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registrationResponse, *oauthError) {
-	if addr, trusted := s.clientAddr(r); trusted {
-		if ok, wait := s.registrations.take(addressKey(addr), s.now()); !ok {
+	if source, trusted := s.sourceKey(r); trusted {
+		if ok, wait := s.registrations.take(source, s.now()); !ok {
 			w.Header().Set("Retry-After", retryAfterSeconds(wait))
 			return nil, oauthErr("temporarily_unavailable", "too many registrations from this address; try again later").
 				withStatus(http.StatusTooManyRequests)

@@ -166,6 +166,8 @@ func (m *Manager) Confine(cmd *exec.Cmd, p sandbox.Policy) error {
 	p.ReadWriteNoSymlinks = append(p.ReadWriteNoSymlinks, p.ReadWrite...)
 	p.ReadExec, p.ReadWrite = sandbox.SystemPaths(), nil
 	p.ReadFiles = append(p.ReadFiles, sandbox.ReadablePaths()...)
+	// Not sandbox.DevicePaths: Git needs no terminal, and /dev/tty stays
+	// out of a domain the server's own programs run in.
 	p.Devices = append(p.Devices, "/dev/null", "/dev/zero")
 	p.DenyTCP = true
 	b, err := json.Marshal(p)
