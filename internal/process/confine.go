@@ -64,28 +64,39 @@ func ConfineMain(args []string) int {
 	if err := os.Unsetenv(confinePolicyEnv); err != nil {
 		return fail(err)
 	}
-	// The domain is entered by this thread only, and the program is
-	// started from it (a locked goroutine forks on its own thread).
-	runtime.LockOSThread()
 	closeOnExecAbove(2)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail(fmt.Errorf("become a child subreaper: %w", err))
-	}
-	// Its own /proc entry, to list its children (not the program's: the
-	// rule is made before the program exists).
-	p.ReadFiles = append(p.ReadFiles, "/proc/self")
-	if _, err := sandbox.Restrict(p); err != nil {
-		return fail(err)
 	}
 	cmd := exec.Command(args[0])
 	cmd.Args, cmd.Env = args, os.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	err := cmd.Wait()
+	// The domain is entered by one locked thread only, which starts the
+	// program (a locked goroutine forks on its own thread) and waits for
+	// it (the parent-death signal is tied to that thread); it ends with
+	// its goroutine. The rest of ConfineMain stays outside the domain: it
+	// lists its children in /proc/self/task, which the program's domain
+	// need not see (nor its net/), and the program cannot signal it.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		if _, _, err := sandbox.Restrict(p); err != nil {
+			errc <- confineError{err}
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			errc <- confineError{err}
+			return
+		}
+		errc <- cmd.Wait()
+	}()
+	err := <-errc
 	killLeftovers()
+	var notRun confineError
+	if errors.As(err, &notRun) {
+		return fail(notRun.err)
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -98,6 +109,11 @@ func ConfineMain(args []string) int {
 	}
 	return fail(err)
 }
+
+// confineError is a failure before the program ran.
+type confineError struct{ err error }
+
+func (e confineError) Error() string { return e.err.Error() }
 
 // killLeftovers SIGKILLs and reaps the children of this subreaper (what
 // the program left behind re-parents here), in rounds, since a killed
@@ -169,7 +185,9 @@ func (m *Manager) Confine(cmd *exec.Cmd, p sandbox.Policy) error {
 	// Not sandbox.DevicePaths: Git needs no terminal, and /dev/tty stays
 	// out of a domain the server's own programs run in.
 	p.Devices = append(p.Devices, "/dev/null", "/dev/zero")
-	p.DenyTCP = true
+	// No network, no Unix socket but socketpair's, and the rest of the
+	// system call policy: Git needs none for local work.
+	p.Network, p.RouteNetlink, p.GateUnix = false, false, false
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ const ProtocolCommand = "__protocol"
 
 // protocolRevision is raised when a message's meaning changes without its
 // shape changing (Protocol covers the shape).
-const protocolRevision = 3
+const protocolRevision = 4
 
 // wireTypes are the messages between the server, a supervisor and a
 // launcher.

@@ -163,21 +163,24 @@ func LauncherMain(args []string) int {
 		return fail("working directory", err)
 	}
 	var enforced string
+	gate := -1
 	if spec.Sandbox != nil {
 		policy := *spec.Sandbox
-		// Its own /proc/<pid> (the PID survives the exec), not the
-		// other processes'.
-		policy.ReadFiles = append(append([]string(nil), policy.ReadFiles...), "/proc/self")
+		// Its own /proc/<pid> (the PID survives the exec), what programs
+		// read there and nothing more (procSelf), not the other
+		// processes'.
+		policy.ReadFiles = append(append([]string(nil), policy.ReadFiles...), procSelf()...)
 		if spec.TTY {
 			// The command may reopen its own terminal, not another's.
 			if pts, err := os.Readlink("/proc/self/fd/0"); err == nil && filepath.IsAbs(pts) {
 				policy.Devices = append(append([]string(nil), policy.Devices...), pts)
 			}
 		}
-		f, err := sandbox.Restrict(policy)
+		f, listener, err := sandbox.Restrict(policy)
 		if err != nil {
 			return fail("sandbox", err)
 		}
+		gate = listener
 		enforced = f.String()
 		if enforced == "" {
 			enforced = "none"
@@ -186,7 +189,17 @@ func LauncherMain(args []string) int {
 	if !parentIsSupervisor() {
 		return fail("supervisor", errors.New("the supervisor is gone"))
 	}
-	reply(launcherReply{Exec: true, Sandbox: enforced})
+	if gate >= 0 {
+		// The Gate's listener travels with the reply: the supervisor
+		// serves it for the command's whole tree.
+		b, _ := json.Marshal(launcherReply{Exec: true, Sandbox: enforced})
+		if err := unix.Sendmsg(ctlFD, append(b, '\n'), unix.UnixRights(gate), nil, 0); err != nil {
+			return fail("gate", err)
+		}
+		syscall.Close(gate)
+	} else {
+		reply(launcherReply{Exec: true, Sandbox: enforced})
+	}
 	err = syscall.Exec(spec.Path, spec.Argv, spec.Env)
 	return fail("exec", err)
 }
@@ -206,6 +219,31 @@ func warmUp() {
 			syscall.Close(fd)
 		}
 	}
+}
+
+// procSelfEntries are what a command may read of its own /proc/<pid>:
+// what runtimes, debuggers and ps-like tools read of themselves. Left out:
+// net/ (every socket and connection of the machine's network namespace),
+// task/ (each thread's own net/ again), ns/, and the magic links (cwd,
+// exe, root, fd/N), which need no rule: readlink is not a Landlock right,
+// and opening through one is judged on its target.
+var procSelfEntries = []string{
+	"attr", "auxv", "cgroup", "cmdline", "comm", "coredump_filter", "environ", "fd", "fdinfo", "io",
+	"limits", "loginuid", "maps", "mountinfo", "mounts", "mountstats", "oom_adj", "oom_score",
+	"oom_score_adj", "personality", "sched", "schedstat", "sessionid", "smaps", "smaps_rollup",
+	"stat", "statm", "status", "timerslack_ns", "wchan",
+}
+
+// procSelf returns the paths of procSelfEntries for the calling process.
+// /proc/<pid> itself gets no rule (one is inherited by everything
+// beneath it, net/ included), so a command cannot list it.
+func procSelf() []string {
+	self := "/proc/" + strconv.Itoa(os.Getpid())
+	out := make([]string, 0, len(procSelfEntries))
+	for _, e := range procSelfEntries {
+		out = append(out, self+"/"+e)
+	}
+	return out
 }
 
 // launcherParentEnv carries the supervisor's PID to its launcher (only
@@ -276,6 +314,7 @@ func parseStdio(oob []byte) (stdin, output int, err error) {
 type launcherProc struct {
 	pid  int
 	conn *os.File
+	recv fdReader // conn's blocking socket, read with recvmsg
 	rd   *bufio.Reader
 	// forCgroup is the cgroup it was started for (a command's Cgroup);
 	// cgroup is the one it is in: forCgroup, or "" when that could not be
@@ -340,7 +379,10 @@ func startLauncher(cgroup string) (*launcherProc, error) {
 		return nil, fmt.Errorf("start the launcher: %w", err)
 	}
 	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))
-	return &launcherProc{pid: pid, conn: conn, rd: bufio.NewReaderSize(conn, 4<<10), forCgroup: cgroup, cgroup: placed}, nil
+	l := &launcherProc{pid: pid, conn: conn, forCgroup: cgroup, cgroup: placed}
+	l.rd = bufio.NewReaderSize(&l.recv, 4<<10)
+	l.recv.fd = fds[0]
+	return l, nil
 }
 
 // cloneIntoCgroup is false only in tests of the fallback (moving the
@@ -351,43 +393,102 @@ var cloneIntoCgroup = true
 // nothing ran, and a fresh launcher may be tried.
 var errLauncherGone = errors.New("launcher is gone")
 
+// fdReader reads a blocking socket with recvmsg and keeps the
+// descriptors that come with the bytes (the Gate's listener rides on the
+// launcher's reply).
+type fdReader struct {
+	fd  int
+	fds []int
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	oob := make([]byte, syscall.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(r.fd, p, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if oobn > 0 {
+			if msgs, err := syscall.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for i := range msgs {
+					if fds, err := syscall.ParseUnixRights(&msgs[i]); err == nil {
+						r.fds = append(r.fds, fds...)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// takeGate returns the Gate listener the launcher sent, or -1, and
+// closes any other descriptor that came along.
+func (r *fdReader) takeGate() int {
+	gate := -1
+	for _, fd := range r.fds {
+		if gate < 0 {
+			gate = fd
+		} else {
+			syscall.Close(fd)
+		}
+	}
+	r.fds = nil
+	return gate
+}
+
 // launch hands stdio and spec to the launcher and waits until it has
 // exec'd the command (nil) or failed. The launcher's PID becomes the
-// command's.
-func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRules string, err error) {
+// command's. gate is the command's Gate listener (Policy.GateUnix), or
+// -1; the caller serves and closes it.
+func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRules string, gate int, err error) {
+	gate = -1
+	defer func() {
+		g := l.recv.takeGate()
+		if err == nil {
+			gate = g
+		} else if g >= 0 {
+			syscall.Close(g)
+		}
+	}()
 	defer l.conn.Close()
 	b, err := json.Marshal(spec) // first, so that it follows the descriptors at once
 	if err != nil {
-		return "", err
+		return "", -1, err
 	}
 	rights := syscall.UnixRights(stdin, output)
 	if err := syscall.Sendmsg(int(l.conn.Fd()), []byte{'F'}, rights, nil, 0); err != nil {
-		return "", errLauncherGone
+		return "", -1, errLauncherGone
 	}
 	if _, err := l.conn.Write(append(b, '\n')); err != nil {
-		return "", errLauncherGone
+		return "", -1, errLauncherGone
 	}
 	line, err := readLine(l.rd, 64<<10)
 	if err != nil {
-		return "", errLauncherGone
+		return "", -1, errLauncherGone
 	}
 	var r launcherReply
 	if err := json.Unmarshal(line, &r); err != nil {
-		return "", fmt.Errorf("launcher reply: %w", err)
+		return "", -1, fmt.Errorf("launcher reply: %w", err)
 	}
 	if r.Error != "" {
-		return "", launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
+		return "", -1, launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
 	}
 	// EOF (the close-on-exec socket) means the exec succeeded; an error
 	// line means it did not.
 	line, err = readLine(l.rd, 64<<10)
 	if err != nil {
-		return r.Sandbox, nil
+		return r.Sandbox, -1, nil
 	}
 	if json.Unmarshal(line, &r) == nil && r.Error != "" {
-		return "", launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
+		return "", -1, launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
 	}
-	return r.Sandbox, nil
+	return r.Sandbox, -1, nil
 }
 
 // launchError is a launcher's failure; it unwraps to its errno.

@@ -18,9 +18,10 @@ type SandboxOptions struct {
 	// Off runs commands with the server's own rights
 	// (DEVSPACE_COMMAND_SANDBOX=off): an explicit, logged risk.
 	Off bool
-	// DenyNetwork refuses every TCP bind and connect of a command
-	// (DEVSPACE_COMMAND_NETWORK=deny; Landlock ABI 4 and later). UDP and
-	// Unix sockets are not covered.
+	// DenyNetwork refuses every IPv4 and IPv6 socket of a command, TCP,
+	// UDP and ping alike (DEVSPACE_COMMAND_NETWORK=deny; the system call
+	// policy, and Landlock's TCP rules from ABI 4 on). Unix sockets inside
+	// the command's domain and NETLINK_ROUTE remain.
 	DenyNetwork bool
 	// ReadPaths are hierarchies commands may read and execute besides
 	// sandbox.SystemPaths (toolchains installed elsewhere); default none.
@@ -32,6 +33,9 @@ type SandboxOptions struct {
 	ScratchDir string
 	// Probe replaces sandbox.Probe; tests use it to force "unavailable".
 	Probe func() sandbox.Status
+	// GateProbe replaces sandbox.GateAvailable; tests use it to try the
+	// socketpair-only tier.
+	GateProbe func() bool
 }
 
 // SandboxState is what /readyz, doctor, the startup log and the
@@ -46,10 +50,28 @@ type SandboxState struct {
 	// Mode is "landlock".
 	Rules string
 	// DenyNetwork is SandboxOptions.DenyNetwork; NetworkEnforced whether
-	// the ABI can enforce it.
+	// it is enforced (the system call policy refuses every IPv4 and IPv6
+	// socket; Landlock ABI 4 also refuses TCP).
 	DenyNetwork     bool
 	NetworkEnforced bool
+	// UnixSockets says how a command reaches path-named Unix sockets:
+	// "gate" (only inside its writable domain: sandbox.Gate), or
+	// "socketpair_only" where pidfd_getfd is refused (a container whose
+	// seccomp profile allows it only with CAP_SYS_PTRACE listed): commands
+	// then have socketpair's Unix sockets and no other. "" unless Mode is
+	// "landlock".
+	UnixSockets string
+	// IPC is "refused": SysV IPC, POSIX message queues and keyrings are
+	// refused by the system call policy. "" unless Mode is "landlock".
+	IPC string
 }
+
+// How commands reach Unix sockets (SandboxState.UnixSockets).
+const (
+	UnixSocketsGate     = "gate"
+	UnixSocketsPairOnly = "socketpair_only"
+	IPCRefused          = "refused"
+)
 
 // Sandbox modes.
 const (
@@ -75,8 +97,17 @@ func SandboxStateOf(o SandboxOptions) SandboxState {
 	default:
 		st.Mode = SandboxLandlock
 		f := st.Status.Features()
+		st.UnixSockets, st.IPC = UnixSocketsPairOnly, IPCRefused
+		gate := o.GateProbe
+		if gate == nil {
+			gate = sandbox.GateAvailable
+		}
+		if gate() {
+			f.UnixGate = true
+			st.UnixSockets = UnixSocketsGate
+		}
 		st.Rules = f.String()
-		st.NetworkEnforced = o.DenyNetwork && f.TCP
+		st.NetworkEnforced = o.DenyNetwork && f.Syscalls
 	}
 	return st
 }
@@ -126,7 +157,9 @@ func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 		ReadWrite:          []string{scratch},
 		ReadFiles:          sandbox.ReadablePaths(),
 		Devices:            sandbox.DevicePaths(),
-		DenyTCP:            m.opts.Sandbox.DenyNetwork,
+		Network:            !m.opts.Sandbox.DenyNetwork,
+		RouteNetlink:       true,
+		GateUnix:           m.sandbox.UnixSockets == UnixSocketsGate,
 	}
 	if l.readOnly {
 		p.ReadExec = append(p.ReadExec, l.root)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // maxSupervisorJobs bounds how many commands one supervisor runs before it
@@ -164,8 +166,9 @@ type supervisor struct {
 	// Per command:
 	spec         supervisorSpec
 	mainPID      int
-	cgroupDir    string // "" when the command has no cgroup
-	sandboxRules string // Landlock rules enforced; "" when not confined
+	cgroupDir    string        // "" when the command has no cgroup
+	sandboxRules string        // Landlock rules enforced; "" when not confined
+	gate         *sandbox.Gate // serves the tree's connects; nil without one
 	mainExited   bool
 	mainStatus   syscall.WaitStatus
 	exitReported bool
@@ -350,6 +353,10 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		case <-tick.C:
 		}
 	}
+	if s.gate != nil {
+		s.gate.Close()
+		s.gate = nil
+	}
 	if s.cgroupDir != "" {
 		_ = cgroupRemove(s.cgroupDir, 2*time.Second)
 	}
@@ -396,9 +403,15 @@ func (s *supervisor) spawn(stdin, output int) error {
 			}
 		}
 		s.cgroupDir = l.cgroup
-		rules, err := l.launch(s.spec, stdin, output)
+		rules, gate, err := l.launch(s.spec, stdin, output)
 		if err == nil {
 			s.mainPID, s.sandboxRules = l.pid, rules
+			if gate >= 0 {
+				p := s.spec.Sandbox
+				// The command runs already: a Gate that cannot start
+				// leaves its connects failing (ENOSYS), never open.
+				s.gate, _ = sandbox.ServeGate(gate, append(append([]string(nil), p.ReadWrite...), p.ReadWriteNoSymlinks...))
+			}
 			return nil
 		}
 		// The launcher exits after a failure (or is gone): reap it and

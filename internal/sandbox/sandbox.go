@@ -72,13 +72,24 @@ type Features struct {
 	IoctlDev   bool // ioctl on devices (ABI 5)
 	Scoped     bool // signals and abstract Unix sockets stay inside the domain (ABI 6)
 	Ptrace     bool // /proc/<pid>/{environ,mem,fd} of processes outside the domain (ABI 1)
+	// Syscalls: the system call policy (sockets by family and protocol;
+	// no SysV IPC, keyrings, namespaces, io_uring, bpf; seccomp.go).
+	// Restrict always installs it; Status.Features reports it as the
+	// kernel's offer (seccomp filters exist wherever Landlock does).
+	Syscalls bool
+	// UnixGate: connects to path-named Unix sockets reach only sockets
+	// inside the domain's writable hierarchies (unixgate.go); without it
+	// a domain has only socketpair's Unix sockets. Not part of the
+	// kernel's offer (Status.Features leaves it false): it also needs
+	// pidfd_getfd (GateAvailable).
+	UnixGate bool
 }
 
 // Features returns the rules enforced at this ABI.
 func (s Status) Features() Features {
 	return Features{
 		Filesystem: s.ABI >= 1, Ptrace: s.ABI >= 1, Refer: s.ABI >= 2, Truncate: s.ABI >= 3,
-		TCP: s.ABI >= 4, IoctlDev: s.ABI >= 5, Scoped: s.ABI >= 6,
+		TCP: s.ABI >= 4, IoctlDev: s.ABI >= 5, Scoped: s.ABI >= 6, Syscalls: s.ABI >= 1,
 	}
 }
 
@@ -91,6 +102,7 @@ func (f Features) String() string {
 	}{
 		{f.Filesystem, "filesystem"}, {f.Ptrace, "ptrace"}, {f.Refer, "refer"}, {f.Truncate, "truncate"},
 		{f.TCP, "tcp"}, {f.IoctlDev, "ioctl_dev"}, {f.Scoped, "scoped_signals_and_abstract_sockets"},
+		{f.Syscalls, "syscalls"}, {f.UnixGate, "unix_gate"},
 	} {
 		if x.on {
 			out = append(out, x.name)
@@ -122,9 +134,21 @@ type Policy struct {
 	ReadFiles []string `json:"read_files,omitempty"`
 	// Devices may be read, written and ioctl'd (/dev/null, the pty).
 	Devices []string `json:"devices,omitempty"`
-	// DenyTCP refuses every TCP bind and connect (ABI 4 and later). UDP
-	// and Unix sockets are not covered.
-	DenyTCP bool `json:"deny_tcp,omitempty"`
+	// Network allows IPv4 and IPv6 sockets: TCP, UDP and ping (the
+	// system call policy, seccomp.go). Without it no such socket can be
+	// made, and Landlock refuses TCP binds and connects as well (ABI 4 and
+	// later).
+	Network bool `json:"network,omitempty"`
+	// RouteNetlink allows NETLINK_ROUTE sockets (getifaddrs: what
+	// interfaces and addresses exist); no other netlink protocol.
+	RouteNetlink bool `json:"route_netlink,omitempty"`
+	// GateUnix allows Unix stream and seqpacket sockets and sends every
+	// connect through a Gate (RET_USER_NOTIF): Restrict returns its
+	// listener, and whoever serves it (ServeGate) performs the connect on
+	// the program's behalf, to a path-named Unix socket only when it lies
+	// inside a ReadWrite hierarchy (unixgate.go). Without it the only Unix
+	// sockets are socketpair's.
+	GateUnix bool `json:"gate_unix,omitempty"`
 }
 
 // Access rights by ABI.
@@ -156,37 +180,41 @@ func handledFS(abi int) uint64 {
 	return fsV1
 }
 
-// Restrict drops every capability (dropCapabilities), sets no_new_privs
-// and enters a new Landlock domain built from p, on the calling OS thread
-// only, and denies that thread clone3 (a seccomp filter: denyClone3),
-// which would let it start processes in other cgroups. The caller must
-// hold runtime.LockOSThread and then exec, or start the program, from
-// that thread: the program inherits the domain, other threads of the
-// caller do not. It returns the rules enforced. Errors wrap
-// ErrUnavailable when the kernel has no Landlock.
-func Restrict(p Policy) (Features, error) {
+// Restrict drops every capability (dropCapabilities), sets no_new_privs,
+// enters a new Landlock domain built from p and installs p's system call
+// policy (a seccomp filter: Filter), on the calling OS thread only. The
+// caller must hold runtime.LockOSThread and then exec, or start the
+// program, from that thread: the program inherits the domain and the
+// policy, other threads of the caller do not. It returns the rules
+// enforced and, with p.GateUnix, the Gate's listener descriptor
+// (close-on-exec; the caller hands it to whoever serves the Gate and
+// closes it), else -1. Errors wrap ErrUnavailable when the kernel has no
+// Landlock.
+func Restrict(p Policy) (f Features, listener int, err error) {
 	st := Probe()
 	if !st.Available() {
-		return Features{}, fmt.Errorf("%w: %s", ErrUnavailable, st.Reason)
+		return Features{}, -1, fmt.Errorf("%w: %s", ErrUnavailable, st.Reason)
 	}
 	fd, err := Ruleset(st.ABI, p)
 	if err != nil {
-		return Features{}, err
+		return Features{}, -1, err
 	}
 	defer syscall.Close(fd)
 	if err := dropCapabilities(); err != nil {
-		return Features{}, err
+		return Features{}, -1, err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return Features{}, fmt.Errorf("set no_new_privs: %w", err)
+		return Features{}, -1, fmt.Errorf("set no_new_privs: %w", err)
 	}
 	if err := ll.LandlockRestrictSelf(fd, 0); err != nil {
-		return Features{}, fmt.Errorf("landlock_restrict_self: %w", err)
+		return Features{}, -1, fmt.Errorf("landlock_restrict_self: %w", err)
 	}
-	if err := denyClone3(); err != nil {
-		return Features{}, fmt.Errorf("seccomp filter: %w", err)
+	if listener, err = installFilter(p); err != nil {
+		return Features{}, -1, err
 	}
-	return st.Features(), nil
+	f = st.Features()
+	f.UnixGate = p.GateUnix
+	return f, listener, nil
 }
 
 // Ruleset builds the Landlock ruleset of p for ABI abi and returns its
@@ -194,7 +222,7 @@ func Restrict(p Policy) (Features, error) {
 func Ruleset(abi int, p Policy) (int, error) {
 	handled := handledFS(abi)
 	attr := ll.RulesetAttr{HandledAccessFS: handled}
-	if p.DenyTCP && abi >= 4 {
+	if !p.Network && abi >= 4 {
 		attr.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 	}
 	if abi >= 6 {

@@ -22,7 +22,6 @@ func TestRulesetEveryABI(t *testing.T) {
 		ReadWrite: []string{dir},
 		ReadFiles: ReadablePaths(),
 		Devices:   DevicePaths(),
-		DenyTCP:   true,
 	}
 	for abi := 1; abi <= st.ABI; abi++ {
 		fd, err := Ruleset(abi, p)
@@ -39,9 +38,9 @@ func TestFeatures(t *testing.T) {
 		want string
 	}{
 		{0, ""},
-		{1, "filesystem,ptrace"},
-		{4, "filesystem,ptrace,refer,truncate,tcp"},
-		{7, "filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets"},
+		{1, "filesystem,ptrace,syscalls"},
+		{4, "filesystem,ptrace,refer,truncate,tcp,syscalls"},
+		{7, "filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls"},
 	} {
 		if got := (Status{ABI: tt.abi}).Features().String(); got != tt.want {
 			t.Errorf("ABI %d: %q, want %q", tt.abi, got, tt.want)
@@ -53,7 +52,7 @@ func TestRestrictUnavailable(t *testing.T) {
 	if Probe().Available() {
 		t.Skip("Landlock is available; the refusal is tested in internal/process with a forced probe")
 	}
-	if _, err := Restrict(Policy{}); !errors.Is(err, ErrUnavailable) {
+	if _, _, err := Restrict(Policy{}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Restrict = %v, want ErrUnavailable", err)
 	}
 }

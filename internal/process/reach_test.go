@@ -1,0 +1,293 @@
+package process
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Issue 30: what a command can reach besides files. The probes are
+// testdata/reach.py, run by the system's Python inside the domain; each
+// prints ALLOWED or REFUSED <errno>.
+
+const systemPython = "/usr/bin/python3"
+
+// reachProbe copies the probe script into dir (inside the domain).
+func reachProbe(t *testing.T, dirs ...string) {
+	t.Helper()
+	if _, err := os.Stat(systemPython); err != nil {
+		t.Fatalf("the reach tests need %s: %v", systemPython, err)
+	}
+	b, err := os.ReadFile("testdata/reach.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "reach.py"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// probe runs one probe in a command of group on root and returns its
+// verdict line(s).
+func (a *appliance) probe(t *testing.T, group, root string, args ...string) string {
+	t.Helper()
+	q := make([]string, len(args))
+	for i, s := range args {
+		q[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	_, out := a.run(t, group, root, false, systemPython+" reach.py "+strings.Join(q, " ")+" 2>&1")
+	return strings.TrimSpace(out)
+}
+
+// loopbackTCP listens on loopback and counts what connects and sends.
+func loopbackTCP(t *testing.T, proto string) (port string, hits *atomic.Int32) {
+	t.Helper()
+	hits = new(atomic.Int32)
+	if proto == "udp" {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		go func() {
+			buf := make([]byte, 100)
+			for {
+				if _, _, err := pc.ReadFrom(buf); err != nil {
+					return
+				}
+				hits.Add(1)
+			}
+		}()
+		return strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port), hits
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), hits
+}
+
+// unixServer listens on path (mode 0777, as docker.sock's group makes it
+// for its members) and answers every connection with reply.
+func unixServer(t *testing.T, path, reply string) *atomic.Int32 {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	if err := os.Chmod(path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	hits := new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			_, _ = c.Write([]byte(reply))
+			c.Close()
+		}
+	}()
+	return hits
+}
+
+func wantVerdict(t *testing.T, name, got string, allowed bool) {
+	t.Helper()
+	ok := strings.HasSuffix(got, "ALLOWED")
+	if allowed && !ok {
+		t.Errorf("%s: want ALLOWED, got %q", name, got)
+	}
+	if !allowed && (ok || !strings.Contains(got, "REFUSED")) {
+		t.Errorf("%s: want REFUSED, got %q", name, got)
+	}
+	if strings.Contains(got, "SECRET") {
+		t.Errorf("%s: a secret reached the command: %q", name, got)
+	}
+}
+
+// TestSandboxReachNetwork: under DenyNetwork no IPv4 or IPv6 socket at
+// all (MPTCP walked past Landlock's TCP rules, UDP was never covered);
+// with the network allowed TCP and UDP work and MPTCP, SCTP, raw and
+// packet sockets are still refused.
+func TestSandboxReachNetwork(t *testing.T) {
+	tcpPort, tcpHits := loopbackTCP(t, "tcp")
+	udpPort, udpHits := loopbackTCP(t, "udp")
+	for _, deny := range []bool{true, false} {
+		a := newAppliance(t, Options{Sandbox: SandboxOptions{DenyNetwork: deny}})
+		reachProbe(t, a.alpha)
+		tcpHits.Store(0)
+		udpHits.Store(0)
+		mode := map[bool]string{true: "deny", false: "allow"}[deny]
+		for _, c := range []struct {
+			probe, arg string
+			allowed    bool
+		}{
+			{"mptcp-connect", tcpPort, false},
+			{"mptcp-listen", "", false},
+			{"sctp", "", false},
+			{"raw", "", false},
+			{"packet", "", false},
+			{"tcp", tcpPort, !deny},
+			{"udp", udpPort, !deny},
+			{"route-netlink", "", true},
+		} {
+			wantVerdict(t, mode+" "+c.probe, a.probe(t, "execA", a.alpha, c.probe, c.arg), c.allowed)
+		}
+		time.Sleep(100 * time.Millisecond) // the UDP datagram, if one was sent
+		if deny && (tcpHits.Load() != 0 || udpHits.Load() != 0) {
+			t.Errorf("deny: the loopback listeners were reached: tcp %d, udp %d", tcpHits.Load(), udpHits.Load())
+		}
+		if !deny && (tcpHits.Load() != 1 || udpHits.Load() != 1) {
+			t.Errorf("allow: tcp %d, udp %d connections, want 1 each", tcpHits.Load(), udpHits.Load())
+		}
+	}
+}
+
+// TestSandboxReachUnixSockets: a command connects only to Unix sockets
+// inside its own writable domain. Grant B's agent in B's scratch, a
+// docker.sock stand-in outside every domain, the same through a symlink
+// in A's own scratch and after finding it in /proc: refused, read-only
+// and with the network denied too. A's own socket, by absolute and
+// relative path and through a symlink, works; so does ssh-agent.
+func TestSandboxReachUnixSockets(t *testing.T) {
+	a := newAppliance(t, Options{Sandbox: SandboxOptions{DenyNetwork: true}})
+	if a.m.Sandbox().UnixSockets != UnixSocketsGate {
+		t.Fatalf("unix sockets %q, want the gate", a.m.Sandbox().UnixSockets)
+	}
+	reachProbe(t, a.alpha, a.beta)
+	// Grant B's command holds an agent in its scratch directory.
+	bHome := strings.TrimSpace(func() string { _, out := a.run(t, "execB", a.beta, false, `echo "$HOME"`); return out }())
+	agent := filepath.Join(bHome, "agent.sock")
+	agentHits := unixServer(t, agent, "SECRET-agent-of-B")
+	outside := filepath.Join(t.TempDir(), "docker.sock")
+	dockerHits := unixServer(t, outside, "SECRET-docker")
+
+	for _, c := range []struct {
+		name, cmd string
+		readOnly  bool
+	}{
+		{"B's agent by path", "reach.py unix-connect " + agent, false},
+		{"B's agent, read-only", "reach.py unix-connect " + agent, true},
+		{"docker.sock stand-in", "reach.py unix-connect " + outside, false},
+		{"through a symlink in own scratch", `ln -s ` + outside + ` "$TMPDIR/d.sock" && ` + systemPython + ` reach.py unix-connect "$TMPDIR/d.sock"`, false},
+		{"relative, from own scratch", `cd "$TMPDIR" && ln -s ` + outside + ` r.sock && ` + systemPython + ` "$OLDPWD/reach.py" unix-connect r.sock`, false},
+		{"abstract name", "reach.py unix-abstract devspace-test", false},
+	} {
+		cmd := c.cmd
+		if strings.HasPrefix(cmd, "reach.py") {
+			cmd = systemPython + " " + cmd
+		}
+		_, out := a.run(t, "execA", a.alpha, c.readOnly, cmd+" 2>&1")
+		wantVerdict(t, c.name, strings.TrimSpace(out), false)
+	}
+	if agentHits.Load() != 0 || dockerHits.Load() != 0 {
+		t.Errorf("a socket outside the domain was reached: agent %d, docker %d", agentHits.Load(), dockerHits.Load())
+	}
+	// Datagram Unix sockets name a path on every send: none at all.
+	wantVerdict(t, "unix datagram", a.probe(t, "execA", a.alpha, "unix-dgram"), false)
+	wantVerdict(t, "unix datagram pair", a.probe(t, "execA", a.alpha, "unix-dgram-pair"), false)
+	// Its own sockets work.
+	wantVerdict(t, "own socket", a.probe(t, "execA", a.alpha, "unix-own"), true)
+	wantVerdict(t, "socketpair", a.probe(t, "execA", a.alpha, "socketpair"), true)
+	if _, err := exec.LookPath("ssh-agent"); err == nil {
+		code, out := a.run(t, "execA", a.alpha, false,
+			`eval "$(ssh-agent -a "$TMPDIR/a.sock")" >/dev/null && ssh-add -l; rc=$?; kill "$SSH_AGENT_PID"; exit $rc`)
+		// 1: "The agent has no identities" (it answered); 2: no agent.
+		if code != 1 {
+			t.Errorf("ssh-agent in the command's scratch: exit %d %q", code, out)
+		}
+	}
+}
+
+// TestSandboxReachProc: the machine's sockets and connections are not
+// listed to a command (/proc/self/net, /proc/net, NETLINK_SOCK_DIAG); what
+// programs read of themselves still is.
+func TestSandboxReachProc(t *testing.T) {
+	a := newAppliance(t, Options{})
+	reachProbe(t, a.alpha)
+	marker := filepath.Join(t.TempDir(), "marker-devspace.sock")
+	unixServer(t, marker, "x")
+	for _, f := range []string{"/proc/$$/net/unix", "/proc/$$/net/tcp", "/proc/$$/task/$$/net/unix", "/proc/self/net/unix", "/proc/net/tcp"} {
+		code, out := a.run(t, "execA", a.alpha, false, "cat "+f)
+		if code == 0 || strings.Contains(out, "marker-devspace") {
+			t.Errorf("%s was readable (exit %d): %.200q", f, code, out)
+		}
+	}
+	wantVerdict(t, "sock_diag", a.probe(t, "execA", a.alpha, "sock-diag"), false)
+	if _, err := exec.LookPath("ss"); err == nil {
+		_, out := a.run(t, "execA", a.alpha, false, "ss -xa 2>&1")
+		if strings.Contains(out, "marker-devspace") {
+			t.Errorf("ss -xa listed another process's socket: %.300q", out)
+		}
+	}
+	code, out := a.run(t, "execA", a.alpha, false,
+		"cat /proc/$$/status /proc/$$/stat /proc/$$/cmdline /proc/$$/limits /proc/$$/maps /proc/$$/mountinfo >/dev/null && ls /proc/$$/fd >/dev/null && readlink /proc/$$/exe")
+	if code != 0 {
+		t.Errorf("a command cannot read its own /proc entries (exit %d): %q", code, out)
+	}
+}
+
+// TestSandboxReachIPC: SysV IPC, POSIX message queues, keyrings, user
+// namespaces, io_uring, bpf and userfaultfd are refused: their objects
+// are shared by every grant (and the Owner's shell) and outlive the
+// command.
+func TestSandboxReachIPC(t *testing.T) {
+	a := newAppliance(t, Options{})
+	reachProbe(t, a.alpha)
+	for _, p := range []string{"shm", "sem", "msg", "mq", "keyring", "io_uring", "bpf", "userfaultfd"} {
+		wantVerdict(t, p, a.probe(t, "execA", a.alpha, p), false)
+	}
+	for _, cmd := range []string{"unshare -U true", "unshare -r true", "unshare -i true", "ipcmk -M 4096", "ipcmk -S 1", "ipcmk -Q"} {
+		if code, out := a.run(t, "execA", a.alpha, false, cmd); code == 0 {
+			t.Errorf("%s worked: %q", cmd, out)
+		}
+	}
+}
+
+// TestSandboxReachOrdinaryWork: the stricter domain still runs ordinary
+// tools: git (a local clone and a commit), a venv, make, curl to a
+// loopback server when the network is allowed.
+func TestSandboxReachOrdinaryWork(t *testing.T) {
+	port, hits := loopbackTCP(t, "tcp")
+	a := newAppliance(t, Options{})
+	cmds := []string{
+		`git init -q src && cd src && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m one && cd .. && git clone -q src dst && git -C dst log --oneline | grep -q one`,
+		systemPython + ` -m venv --without-pip "$TMPDIR/venv" && "$TMPDIR/venv/bin/python" -c 'print(1)'`,
+	}
+	if _, err := exec.LookPath("make"); err == nil {
+		cmds = append(cmds, `printf 'all:\n\techo made\n' > Makefile && make | grep -q made`)
+	}
+	if _, err := exec.LookPath("curl"); err == nil {
+		cmds = append(cmds, "curl -s -m 5 http://127.0.0.1:"+port+"/ ; test $? -ne 7")
+	}
+	for _, cmd := range cmds {
+		if code, out := a.run(t, "execA", a.alpha, false, cmd+" 2>&1"); code != 0 {
+			t.Errorf("%s: exit %d %q", cmd, code, out)
+		}
+	}
+	if _, err := exec.LookPath("curl"); err == nil && hits.Load() == 0 {
+		t.Error("curl did not reach the loopback server")
+	}
+}
