@@ -312,6 +312,12 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 		{Name: "command_sandbox", Info: true, Check: func(context.Context) bool {
 			return a.procs != nil && a.procs.Sandbox().Mode == process.SandboxLandlock
 		}},
+		// Confined commands reach path-named Unix sockets only inside
+		// their own domain (the Gate); false where pidfd_getfd is refused
+		// (they then have socketpair's only) or commands are not confined.
+		{Name: "command_unix_gate", Info: true, Check: func(context.Context) bool {
+			return a.procs != nil && a.procs.Sandbox().UnixSockets == process.UnixSocketsGate
+		}},
 		{Name: "projects", Check: func(context.Context) bool {
 			for _, ok := range a.catalog.CheckAccessible() {
 				if !ok {

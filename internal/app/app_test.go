@@ -17,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -257,7 +258,8 @@ func TestListenersAndLimits(t *testing.T) {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if json.Unmarshal(raw, &ready) != nil || !ready.Ready || !ready.Checks["database"] || strings.Contains(string(raw), dir) {
+	if json.Unmarshal(raw, &ready) != nil || !ready.Ready || !ready.Checks["database"] || strings.Contains(string(raw), dir) ||
+		ready.Checks["command_unix_gate"] != (sandbox.Probe().Available() && sandbox.GateAvailable()) {
 		t.Fatalf("readyz: %s", raw)
 	}
 	resp, err = http.Get(metricsURL + "/metrics")

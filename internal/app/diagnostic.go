@@ -111,7 +111,7 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, e
 	b.Cgroup = map[string]any{"delegated": ok, "reason": reason}
 	sb := process.SandboxStateOf(commandSandbox(cfg, Options{}))
 	b.Sandbox = map[string]any{"mode": sb.Mode, "abi": sb.Status.ABI, "reason": sb.Status.Reason, "rules": sb.Rules,
-		"denyNetwork": sb.DenyNetwork, "networkEnforced": sb.NetworkEnforced}
+		"denyNetwork": sb.DenyNetwork, "networkEnforced": sb.NetworkEnforced, "unixSockets": sb.UnixSockets, "ipc": sb.IPC}
 
 	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {

@@ -49,8 +49,9 @@ func offeredScopes(scopes []string, st process.SandboxState, log *slog.Logger) [
 			"landlock_abi", st.Status.ABI)
 		return scopes
 	case process.SandboxLandlock:
-		if st.DenyNetwork && !st.NetworkEnforced {
-			log.Warn("DEVSPACE_COMMAND_NETWORK=deny is not enforced: the kernel's Landlock has no TCP rules (ABI 4 or later needed)", "landlock_abi", st.Status.ABI)
+		if st.UnixSockets != process.UnixSocketsGate {
+			log.Warn("pidfd_getfd is refused here, so commands get no Unix sockets but socketpair's (unix_sockets=" + st.UnixSockets +
+				"); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)")
 		}
 		return scopes
 	}
@@ -72,13 +73,12 @@ func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
 	network := "allow"
 	if st.DenyNetwork {
 		network = "deny"
-		if !st.NetworkEnforced {
-			network = "deny_unenforced"
-		}
 	}
-	m.Info("command_sandbox_info", "How commands are confined; always 1. mode is landlock, off or unavailable; abi the Landlock ABI (0 when none).",
+	m.Info("command_sandbox_info", "How commands are confined; always 1. mode is landlock, off or unavailable; abi the Landlock ABI (0 when none); "+
+		"unix_sockets gate or socketpair_only, ipc refused (empty unless mode is landlock).",
 		map[string]string{"mode": st.Mode, "abi": strconv.Itoa(st.Status.ABI), "network": network,
-			"scoped": strconv.FormatBool(st.Mode == process.SandboxLandlock && st.Status.Features().Scoped)})
+			"scoped":       strconv.FormatBool(st.Mode == process.SandboxLandlock && st.Status.Features().Scoped),
+			"unix_sockets": st.UnixSockets, "ipc": st.IPC})
 }
 
 func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
@@ -132,11 +132,17 @@ func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(str
 	case st.Mode == process.SandboxUnavailable:
 		warn("no Landlock (%s); commands would be refused if process:execute were offered", st.Status.Reason)
 	default:
-		ok("commands are confined by Landlock ABI %d (rules: %s)", st.Status.ABI, st.Rules)
-		if st.DenyNetwork && !st.NetworkEnforced {
-			warn("DEVSPACE_COMMAND_NETWORK=deny is not enforced: Landlock ABI %d has no TCP rules (4 or later needed)", st.Status.ABI)
-		} else if st.DenyNetwork {
-			ok("commands may not bind or connect TCP sockets (UDP is not covered)")
+		ok("commands are confined by Landlock ABI %d and a system call policy (rules: %s)", st.Status.ABI, st.Rules)
+		if st.UnixSockets == process.UnixSocketsGate {
+			ok("commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)")
+		} else {
+			warn("pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=%s); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)", st.UnixSockets)
+		}
+		ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=%s)", st.IPC)
+		if st.DenyNetwork {
+			ok("commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)")
+		} else {
+			ok("commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused")
 		}
 	}
 }

@@ -17,6 +17,12 @@ func TestDoctorSandboxLines(t *testing.T) {
 	none := sandbox.Status{Reason: "the kernel has no Landlock system calls (or a seccomp filter hides them)"}
 	state := func(o process.SandboxOptions, st sandbox.Status) process.SandboxState {
 		o.Probe = func() sandbox.Status { return st }
+		o.GateProbe = func() bool { return true }
+		return process.SandboxStateOf(o)
+	}
+	stateNoGate := func(o process.SandboxOptions, st sandbox.Status) process.SandboxState {
+		o.Probe = func() sandbox.Status { return st }
+		o.GateProbe = func() bool { return false }
 		return process.SandboxStateOf(o)
 	}
 	for _, tt := range []struct {
@@ -26,15 +32,30 @@ func TestDoctorSandboxLines(t *testing.T) {
 		want    []string
 	}{
 		{"landlock", state(process.SandboxOptions{}, abi(7)), true, []string{
-			"✓ commands are confined by Landlock ABI 7 (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets)"}},
+			"✓ commands are confined by Landlock ABI 7 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls,unix_gate)",
+			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=refused)",
+			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"landlock abi 1", state(process.SandboxOptions{}, abi(1)), true, []string{
-			"✓ commands are confined by Landlock ABI 1 (rules: filesystem,ptrace)"}},
+			"✓ commands are confined by Landlock ABI 1 and a system call policy (rules: filesystem,ptrace,syscalls,unix_gate)",
+			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=refused)",
+			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"network deny", state(process.SandboxOptions{DenyNetwork: true}, abi(4)), true, []string{
-			"✓ commands are confined by Landlock ABI 4 (rules: filesystem,ptrace,refer,truncate,tcp)",
-			"✓ commands may not bind or connect TCP sockets (UDP is not covered)"}},
-		{"network deny unenforced", state(process.SandboxOptions{DenyNetwork: true}, abi(3)), true, []string{
-			"✓ commands are confined by Landlock ABI 3 (rules: filesystem,ptrace,refer,truncate)",
-			"! DEVSPACE_COMMAND_NETWORK=deny is not enforced: Landlock ABI 3 has no TCP rules (4 or later needed)"}},
+			"✓ commands are confined by Landlock ABI 4 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,syscalls,unix_gate)",
+			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=refused)",
+			"✓ commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)"}},
+		{"network deny without Landlock TCP rules", state(process.SandboxOptions{DenyNetwork: true}, abi(3)), true, []string{
+			"✓ commands are confined by Landlock ABI 3 and a system call policy (rules: filesystem,ptrace,refer,truncate,syscalls,unix_gate)",
+			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=refused)",
+			"✓ commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)"}},
+		{"no pidfd_getfd", stateNoGate(process.SandboxOptions{}, abi(7)), true, []string{
+			"✓ commands are confined by Landlock ABI 7 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls)",
+			"! pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=socketpair_only); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=refused)",
+			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"off", state(process.SandboxOptions{Off: true}, abi(7)), true, []string{
 			"! DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI 7 is available)"}},
 		{"off without execute", state(process.SandboxOptions{Off: true}, abi(7)), false, []string{

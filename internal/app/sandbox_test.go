@@ -44,12 +44,12 @@ func TestCommandSandboxMetric(t *testing.T) {
 		env   map[string]string
 		want  string
 	}{
-		{"landlock", abi(7), nil, `{abi="7",mode="landlock",network="allow",scoped="true"} 1`},
-		{"unscoped abi", abi(5), nil, `{abi="5",mode="landlock",network="allow",scoped="false"} 1`},
-		{"network deny", abi(6), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="6",mode="landlock",network="deny",scoped="true"} 1`},
-		{"network deny unenforced", abi(3), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="3",mode="landlock",network="deny_unenforced",scoped="false"} 1`},
-		{"off", abi(7), map[string]string{"DEVSPACE_COMMAND_SANDBOX": "off"}, `{abi="7",mode="off",network="allow",scoped="false"} 1`},
-		{"unavailable", func() sandbox.Status { return sandbox.Status{Reason: "forced by the test"} }, nil, `{abi="0",mode="unavailable",network="allow",scoped="false"} 1`},
+		{"landlock", abi(7), nil, `{abi="7",ipc="refused",mode="landlock",network="allow",scoped="true",unix_sockets="gate"} 1`},
+		{"unscoped abi", abi(5), nil, `{abi="5",ipc="refused",mode="landlock",network="allow",scoped="false",unix_sockets="gate"} 1`},
+		{"network deny", abi(6), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="6",ipc="refused",mode="landlock",network="deny",scoped="true",unix_sockets="gate"} 1`},
+		{"network deny without Landlock TCP rules", abi(3), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="3",ipc="refused",mode="landlock",network="deny",scoped="false",unix_sockets="gate"} 1`},
+		{"off", abi(7), map[string]string{"DEVSPACE_COMMAND_SANDBOX": "off"}, `{abi="7",ipc="",mode="off",network="allow",scoped="false",unix_sockets=""} 1`},
+		{"unavailable", func() sandbox.Status { return sandbox.Status{Reason: "forced by the test"} }, nil, `{abi="0",ipc="",mode="unavailable",network="allow",scoped="false",unix_sockets=""} 1`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, SandboxProbe: tt.probe, Env: tt.env})
@@ -64,8 +64,8 @@ func TestCommandSandboxMetric(t *testing.T) {
 			t.Skip("no Landlock on this kernel")
 		}
 		env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
-		want := `devspace_command_sandbox_info{abi="` + strconv.Itoa(st.ABI) + `",mode="landlock",network="allow",scoped="` +
-			strconv.FormatBool(st.Features().Scoped) + `"} 1`
+		want := `devspace_command_sandbox_info{abi="` + strconv.Itoa(st.ABI) + `",ipc="refused",mode="landlock",network="allow",scoped="` +
+			strconv.FormatBool(st.Features().Scoped) + `",unix_sockets="gate"} 1`
 		if diff := cmp.Diff([]string{want}, sandboxInfo(t, env)); diff != "" {
 			t.Errorf("metric (-want +got):\n%s", diff)
 		}
@@ -84,7 +84,9 @@ func TestDoctorSandbox(t *testing.T) {
 	vars := envOf(env)
 	vars["DEVSPACE_OAUTH_SCOPES"] = "project:read project:write process:execute"
 	code, out, _ := run(t, vars, "doctor")
-	if want := "✓ commands are confined by Landlock ABI " + strconv.Itoa(st.ABI) + " (rules: " + st.Features().String() + ")\n"; code != 0 || !strings.Contains(out, want) {
+	f := st.Features()
+	f.UnixGate = sandbox.GateAvailable()
+	if want := "✓ commands are confined by Landlock ABI " + strconv.Itoa(st.ABI) + " and a system call policy (rules: " + f.String() + ")\n"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("doctor: %d, want %q in\n%s", code, want, out)
 	}
 	vars["DEVSPACE_COMMAND_SANDBOX"] = "off"

@@ -254,7 +254,7 @@ func settings() []setting {
 		{
 			flag: "command-network", env: envCommandNetwork, arg: "POLICY",
 			def:   "allow",
-			usage: "allow lets commands use the network; deny refuses every TCP bind and connect of a command (Landlock ABI 4 or later; UDP is not covered).",
+			usage: "allow lets commands use the network; deny refuses every IPv4 and IPv6 socket of a command: TCP, UDP, ping, MPTCP (Unix sockets inside its own domain remain).",
 			parse: func(c *Config, v string) error {
 				switch strings.ToLower(v) {
 				case "allow":

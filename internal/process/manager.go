@@ -253,7 +253,8 @@ func New(opts Options) (*Manager, error) {
 		closedGroups:       make(map[string]closedGroup),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
-		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "reason", m.sandbox.Status.Reason)
+		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "unix_sockets", m.sandbox.UnixSockets,
+		"ipc", m.sandbox.IPC, "reason", m.sandbox.Status.Reason)
 	m.cgroup = sync.OnceValue(m.probeCgroup)
 	m.supervisorPath = sync.OnceValue(m.findSupervisor)
 	if opts.Subreaper {
