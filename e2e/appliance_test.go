@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -72,6 +73,7 @@ func TestAppliance(t *testing.T) {
 	ok := t.Run("hardening", func(t *testing.T) { testHardening(t, in) }) &&
 		t.Run("network", func(t *testing.T) { testNetwork(t, in) }) &&
 		t.Run("grant isolation", func(t *testing.T) { testGrantIsolation(t, in) }) &&
+		t.Run("reach", func(t *testing.T) { testReach(t, in) }) &&
 		t.Run("process cleanup", func(t *testing.T) { testProcessCleanup(t, in) }) &&
 		t.Run("metrics", func(t *testing.T) { testMetrics(t, in) })
 	if !ok {
@@ -115,7 +117,7 @@ func testHardening(t *testing.T, in *instance) {
 		t.Errorf("no idle supervisor:\n%s", strings.Join(procs, "\n"))
 	}
 	_, status := in.exec(t, "cat", "/proc/"+server+"/status")
-	for _, want := range []string{"Uid:\t10001\t10001\t10001\t10001", "Gid:\t10001\t10001\t10001\t10001", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1"} {
+	for _, want := range []string{"Uid:\t10001\t10001\t10001\t10001", "Gid:\t10001\t10001\t10001\t10001", "CapEff:\t0000000000000000", "CapBnd:\t" + capBnd, "NoNewPrivs:\t1"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("server /proc status lacks %q:\n%s", want, status)
 		}
@@ -127,7 +129,7 @@ func testHardening(t *testing.T, in *instance) {
 	cn := in.pub.connect(t, tok.AccessToken, "hardening")
 	cn.open("open", "")
 	out := cn.shell("id", "id -u; id -g; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status", nil)
-	want := "10001\n10001\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
+	want := "10001\n10001\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t" + capBnd + "\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
 	if out["output"] != want {
 		t.Errorf("a command's identity:\n%v\nwant:\n%s", out["output"], want)
 	}
@@ -285,6 +287,65 @@ func testGrantIsolation(t *testing.T, in *instance) {
 	a.must("read_files", map[string]any{"files": []any{map[string]any{"path": "README.md"}}})
 	if rt := e.refresh(t, c, tokA.RefreshToken); rt.Status != http.StatusOK {
 		t.Errorf("A's refresh after B's revocation: %d %s", rt.Status, rt.Error)
+	}
+}
+
+// testReach (issue 30): through the real OAuth + MCP path and under
+// Docker's default seccomp profile, a command reaches no socket, IPC
+// object or namespace outside its own domain: grant B's agent in B's
+// scratch, MPTCP, SysV IPC, user namespaces, the machine's socket tables.
+// Its own Unix sockets (ssh-agent in its scratch) still work.
+func testReach(t *testing.T, in *instance) {
+	probe, err := os.ReadFile("../internal/process/testdata/reach.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range in.roots {
+		writeFile(t, filepath.Join(dir, "reach.py"), string(probe), 0o644)
+	}
+	e := in.pub
+	c := e.register(t, "Reach")
+	a := e.connect(t, e.grant(t, c, []string{"alpha"}, allScopes).AccessToken, "reach-a")
+	b := e.connect(t, e.grant(t, c, []string{"beta"}, allScopes).AccessToken, "reach-b")
+	a.open("reach-a-open", "")
+	b.open("reach-b-open", "")
+	// B's command leaves an agent listening in its scratch directory.
+	out := b.shell("reach-b-agent", `python3 -c 'import os,socket,sys
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+if os.fork(): print(sys.argv[1]); sys.exit(0)
+while True:
+    c,_=s.accept(); c.sendall(b"SECRET-agent-of-B"); c.close()' "$HOME/agent.sock"`, nil)
+	agent := strings.TrimSpace(fmt.Sprint(out["output"]))
+	if !strings.HasSuffix(agent, "/agent.sock") {
+		t.Fatalf("B's agent: %v", out)
+	}
+	verdict := func(op, cmd string) string {
+		t.Helper()
+		return strings.TrimSpace(fmt.Sprint(a.shell(op, cmd+" 2>&1", nil)["output"]))
+	}
+	for _, tc := range []struct{ op, cmd string }{
+		{"reach-agent", "python3 reach.py unix-connect " + agent},
+		{"reach-mptcp", "python3 reach.py mptcp-listen"},
+		{"reach-shm", "python3 reach.py shm"},
+		{"reach-keyring", "python3 reach.py keyring"},
+		{"reach-diag", "python3 reach.py sock-diag"},
+	} {
+		if got := verdict(tc.op, tc.cmd); !strings.HasPrefix(got, "REFUSED") {
+			t.Errorf("%s: %q, want REFUSED", tc.cmd, got)
+		}
+	}
+	for _, cmd := range []string{"unshare -U true", "cat /proc/$$/net/unix", "ipcmk -M 4096"} {
+		if r := a.shell("reach-"+strings.Fields(cmd)[0], cmd, nil); r["exitCode"] == float64(0) {
+			t.Errorf("%s worked: %v", cmd, r)
+		}
+	}
+	if got := verdict("reach-own", "python3 reach.py unix-own"); got != "ALLOWED" {
+		t.Errorf("a command's own Unix sockets: %q", got)
+	}
+	// 1: "The agent has no identities" (it answered); 2: no agent.
+	r := a.shell("reach-ssh-agent", `eval "$(ssh-agent -a "$TMPDIR/a.sock")" >/dev/null && ssh-add -l; rc=$?; kill "$SSH_AGENT_PID"; exit $rc`, nil)
+	if r["exitCode"] != float64(1) {
+		t.Errorf("ssh-agent in the command's scratch: %v", r)
 	}
 }
 

@@ -67,11 +67,20 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
+// capBnd is the bounding set every process of the container has:
+// CAP_SYS_PTRACE alone (compose.yaml's cap_add), never effective or
+// permitted for the server's user, and no_new_privs keeps it from being
+// gained.
+const capBnd = "0000000000080000"
+
 // hardened applies compose.yaml's hardening and the given bind mounts.
 func hardened(binds ...string) testcontainers.CustomizeRequestOption {
 	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 		hc.ReadonlyRootfs = true
 		hc.CapDrop = []string{"ALL"}
+		// Listed only so that Docker's default seccomp profile allows
+		// pidfd_getfd (the Unix gate); no process holds it (capBnd).
+		hc.CapAdd = []string{"SYS_PTRACE"}
 		hc.SecurityOpt = []string{"no-new-privileges:true"}
 		hc.Tmpfs = map[string]string{
 			"/tmp":           "size=256m,mode=1777",

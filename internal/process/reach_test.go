@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -289,5 +290,122 @@ func TestSandboxReachOrdinaryWork(t *testing.T) {
 	}
 	if _, err := exec.LookPath("curl"); err == nil && hits.Load() == 0 {
 		t.Error("curl did not reach the loopback server")
+	}
+}
+
+// TestSandboxReachWithoutGate: where pidfd_getfd is refused (Docker's
+// default seccomp profile without SYS_PTRACE listed) commands get no Unix
+// socket but socketpair's: nothing to connect with, so nothing outside
+// the domain either.
+func TestSandboxReachWithoutGate(t *testing.T) {
+	a := newAppliance(t, Options{Sandbox: SandboxOptions{GateProbe: func() bool { return false }}})
+	if got := a.m.Sandbox().UnixSockets; got != UnixSocketsPairOnly {
+		t.Fatalf("unix sockets %q", got)
+	}
+	reachProbe(t, a.alpha)
+	outside := filepath.Join(t.TempDir(), "docker.sock")
+	hits := unixServer(t, outside, "SECRET-docker")
+	wantVerdict(t, "docker.sock stand-in", a.probe(t, "execA", a.alpha, "unix-connect", outside), false)
+	wantVerdict(t, "own socket", a.probe(t, "execA", a.alpha, "unix-own"), false)
+	wantVerdict(t, "socketpair", a.probe(t, "execA", a.alpha, "socketpair"), true)
+	wantVerdict(t, "shm", a.probe(t, "execA", a.alpha, "shm"), false)
+	if hits.Load() != 0 {
+		t.Errorf("the socket outside the domain was reached %d times", hits.Load())
+	}
+}
+
+// TestSandboxReachGateSwapRace: a command swaps a symlink in its scratch
+// between its own socket and one outside its domain while connecting
+// through it, over and over. The Gate connects to the inode it checked,
+// so the outside socket is never reached, while the own one is.
+func TestSandboxReachGateSwapRace(t *testing.T) {
+	a := newAppliance(t, Options{})
+	outside := filepath.Join(t.TempDir(), "docker.sock")
+	hits := unixServer(t, outside, "SECRET-docker")
+	script := `import os, socket, sys, threading
+d = os.environ["TMPDIR"]
+own = os.path.join(d, "own.sock")
+srv = socket.socket(socket.AF_UNIX); srv.bind(own); srv.listen(128)
+def serve():
+    while True:
+        c, _ = srv.accept(); c.sendall(b"own"); c.close()
+threading.Thread(target=serve, daemon=True).start()
+link = os.path.join(d, "l.sock")
+stop = False
+def swap():
+    i = 0
+    while not stop:
+        tmp = link + ".tmp"
+        try: os.unlink(tmp)
+        except FileNotFoundError: pass
+        os.symlink(own if i % 2 else sys.argv[1], tmp)
+        os.rename(tmp, link)
+        i += 1
+threading.Thread(target=swap, daemon=True).start()
+got = {}
+for _ in range(3000):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(link)
+        v = s.recv(100).decode()
+    except OSError as e:
+        v = "refused"
+    got[v] = got.get(v, 0) + 1
+    s.close()
+stop = True
+print(got)
+`
+	if err := os.WriteFile(filepath.Join(a.alpha, "race.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := a.run(t, "execA", a.alpha, false, systemPython+" race.py "+outside+" 2>&1")
+	if code != 0 || strings.Contains(out, "SECRET") || hits.Load() != 0 {
+		t.Fatalf("the swap race reached the outside socket (exit %d, %d hits): %s", code, hits.Load(), out)
+	}
+	if !strings.Contains(out, "'own'") || !strings.Contains(out, "'refused'") {
+		t.Errorf("the race did not exercise both sides: %s", out)
+	}
+}
+
+// TestSandboxReachGateKill: a command stuck in a connect the Gate performs
+// (a listener whose backlog is full) is killed like any other, and the
+// Gate lets go of the connect when the tree is gone.
+func TestSandboxReachGateKill(t *testing.T) {
+	a := newAppliance(t, Options{})
+	script := `import os, socket
+p = os.path.join(os.environ["TMPDIR"], "full.sock")
+srv = socket.socket(socket.AF_UNIX); srv.bind(p); srv.listen(0)
+held = []
+print("connecting", flush=True)
+while True:
+    c = socket.socket(socket.AF_UNIX); c.connect(p); held.append(c)
+`
+	if err := os.WriteFile(filepath.Join(a.alpha, "full.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.m.Start(context.Background(), "execA", Spec{Program: systemPython, Args: []string{"full.py"}, Dir: a.alpha,
+		Root: a.alpha, Env: BaseEnv(os.Environ())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(string(p.Head(100)), "connecting") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // now blocked in a connect
+	if st := p.State(); st.Status != StatusRunning {
+		t.Fatalf("the command is not blocked in a connect: %+v %q", st, p.Head(1000))
+	}
+	start := time.Now()
+	if err := p.Kill("test"); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, p, 10*time.Second)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("kill took %v", d)
+	}
+	// The supervisor is free for the next command.
+	if code, out := a.run(t, "execA", a.alpha, false, "echo next"); code != 0 || !strings.Contains(out, "next") {
+		t.Errorf("next command: %d %q", code, out)
 	}
 }
