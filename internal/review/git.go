@@ -283,8 +283,9 @@ func (g *gitRunner) checkFilters(ctx context.Context) error {
 
 // unsafeConfig scans `git config -z --list` output ("key\nvalue\0" or
 // "key\0" entries, keys with lowercase section and variable names) for
-// filter.<driver>.{clean,smudge,process} and diff.<driver>.{textconv,command}.
-// It returns the first such key, with the driver name left out.
+// filter.<driver>.{clean,smudge,process}, diff.<driver>.{textconv,command}
+// and merge.<driver>.driver. It returns the first such key, with the driver
+// name left out.
 func unsafeConfig(out []byte) (string, bool) {
 	for _, entry := range bytes.Split(out, []byte{0}) {
 		key, _, _ := bytes.Cut(entry, []byte{'\n'})
@@ -303,6 +304,10 @@ func unsafeConfig(out []byte) (string, bool) {
 			return "filter.<driver>." + name, true
 		case section == "diff" && (name == "textconv" || name == "command"):
 			return "diff.<driver>." + name, true
+		case section == "merge" && name == "driver":
+			// No DevSpace Git merges today; refused all the same, so that
+			// no program the repository names is ever one Git may start.
+			return "merge.<driver>.driver", true
 		}
 	}
 	return "", false

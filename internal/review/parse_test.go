@@ -68,6 +68,8 @@ func TestUnsafeConfig(t *testing.T) {
 		{"no value", "filter.evil.process\x00", "filter.<driver>.process"},
 		{"textconv", "diff.Pdf.textconv\npdftotext\x00", "diff.<driver>.textconv"},
 		{"command", "diff.x.command\nx\x00", "diff.<driver>.command"},
+		{"merge driver", "merge.ours.name\nkeep ours\x00merge.ours.driver\ntrue\x00", "merge.<driver>.driver"},
+		{"merge options", "merge.ff\nfalse\x00merge.x.recursive\nbinary\x00", ""},
 		{"no subsection", "diff.command\nx\x00filter.clean\nx\x00", ""},
 	}
 	for _, tt := range tests {

@@ -62,20 +62,25 @@
 //     must not depend on who runs the server. The repository's own
 //     configuration (.git/config, config.worktree and their includes, all
 //     verified) is read, which is what the filter check below inspects.
+//     A conditional include (includeIf) is refused (ErrRepositoryUnsafe):
+//     its condition (onbranch, gitdir, hasconfig) can hold where Git runs
+//     and not where the check ran — in a worktree, on another branch, after
+//     a branch switch — so what the check saw would not be what Git uses.
 //   - safe.directory is set on the command line to the verified work tree,
 //     repository and common directories, so a root owned by another UID (a
 //     bind mount in the container) can be reviewed: the owner approved that
 //     root, and the rules here, not Git's ownership check, keep its
 //     configuration from running code.
 //   - Changes refuses with ErrUnsafeFilters when the configuration Git would
-//     use defines any filter.<driver>.clean, .smudge or .process, or any
-//     diff.<driver>.textconv or .command — whether or not .gitattributes
-//     references it. Checking references would mean evaluating attributes
-//     (every directory's .gitattributes, info/attributes, macros) exactly as
-//     Git does; "configured at all" is simpler and never weaker. diff-files
-//     runs clean filters on worktree files whose stat data changed, so this
-//     check is what keeps them from running. A repository using Git LFS
-//     with a local `git lfs install` is refused for the same reason.
+//     use defines any filter.<driver>.clean, .smudge or .process, any
+//     diff.<driver>.textconv or .command, or any merge.<driver>.driver —
+//     whether or not .gitattributes references it. Checking references
+//     would mean evaluating attributes (every directory's .gitattributes,
+//     info/attributes, macros) exactly as Git does; "configured at all" is
+//     simpler and never weaker. diff-files runs clean filters on worktree
+//     files whose stat data changed, so this check is what keeps them from
+//     running. A repository using Git LFS with a local `git lfs install` is
+//     refused for the same reason.
 //   - The check and the diffs are separate Git invocations. The caller holds
 //     the root's read lock, which excludes apply_patch, but a command
 //     running meanwhile can change .git/config between them, and Git then
@@ -139,11 +144,12 @@ var (
 	// work tree's top level (a subdirectory, or a directory inside .git).
 	ErrNotTopLevel = errors.New("project root is not the git top level")
 	// ErrUnsafeFilters: the repository configures executable clean, smudge or
-	// process filters, or textconv or external diff drivers, which Git could
-	// run while diffing; nothing was diffed.
+	// process filters, textconv or external diff drivers, or merge drivers,
+	// which Git could run while diffing; nothing was diffed.
 	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
 	// ErrRepositoryUnsafe: the repository's metadata points outside the
-	// locations allowed for it, or a work tree .gitignore or .gitattributes
+	// locations allowed for it, its configuration includes a file under a
+	// condition (includeIf), or a work tree .gitignore or .gitattributes
 	// Git would open is a special file (a FIFO would block it); Git was not
 	// run, or not past the checks.
 	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")

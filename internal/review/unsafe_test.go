@@ -137,6 +137,59 @@ func TestChangesChecksSubmoduleMetadata(t *testing.T) {
 	}
 }
 
+// TestChangesRefusesConditionalInclude: a configuration file included
+// under a condition (includeIf) means one thing where Git is checked and
+// another where it runs (onbranch: after a branch switch or in a worktree
+// on another branch; gitdir: in a worktree, whose repository directory is
+// elsewhere; hasconfig: under another worktree's config.worktree), so a
+// filter it defines can pass the check and run after it. Every one is
+// refused, also included by an include, whatever its condition says here;
+// a plain include is not.
+func TestChangesRefusesConditionalInclude(t *testing.T) {
+	const onBranch = "includeIf.onbranch:devspace/**.path"
+	tests := []struct {
+		name  string
+		key   string // set to value in .git/config
+		value string
+		files map[string]string // more files in .git
+		want  error
+	}{
+		{"onbranch, another branch", onBranch, "evil.cfg", nil, ErrRepositoryUnsafe},
+		{"onbranch, this branch", "includeIf.onbranch:**.path", "evil.cfg", nil, ErrRepositoryUnsafe},
+		{"gitdir", "includeIf.gitdir:**/worktrees/.path", "evil.cfg", nil, ErrRepositoryUnsafe},
+		{"gitdir/i", "includeIf.gitdir/i:/.path", "evil.cfg", nil, ErrRepositoryUnsafe},
+		{"hasconfig", "includeIf.hasconfig:remote.*.url:**.path", "evil.cfg", nil, ErrRepositoryUnsafe},
+		{"missing file", onBranch, "later.cfg", nil, ErrRepositoryUnsafe},
+		{"include of an include", "include.path", "inner.cfg",
+			map[string]string{"inner.cfg": "[includeIf \"onbranch:devspace/**\"]\n\tpath = evil.cfg\n"}, ErrRepositoryUnsafe},
+		{"plain include", "include.path", "plain.cfg", map[string]string{"plain.cfg": "[core]\n\tabbrev = 12\n"}, nil},
+		{"empty conditional path", onBranch, "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := testutil.NewRepo(t)
+			testutil.WriteFile(t, root, "a.txt", "a\n")
+			testutil.WriteFile(t, root, ".gitattributes", "* filter=x\n")
+			commitAll(t, root)
+			testutil.WriteFile(t, root, "a.txt", "b\n")
+			gitDir := filepath.Join(root, ".git")
+			marker := filepath.Join(testutil.CanonicalTempDir(t), "marker")
+			testutil.WriteFile(t, gitDir, "evil.cfg", "[filter \"x\"]\n\tclean = \"sh -c \\\"touch '"+marker+"'; cat\\\" --\"\n")
+			for name, content := range tt.files {
+				testutil.WriteFile(t, gitDir, name, content)
+			}
+			testutil.Git(t, root, "config", tt.key, tt.value)
+			_, err := New(Options{}).Changes(t.Context(), root)
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("Changes = %v, want %v", err, tt.want)
+			}
+			if _, err := os.Lstat(marker); err == nil {
+				t.Error("the included filter ran")
+			}
+		})
+	}
+}
+
 // TestOpenRepositorySpecialFiles: a FIFO in .git is refused (Git would
 // block on it); a socket, such as Git's fsmonitor daemon leaves, is not.
 func TestOpenRepositorySpecialFiles(t *testing.T) {

@@ -67,17 +67,19 @@ func (r *Repository) checkSubmodule(rel string) error {
 // one of the allowed directories, and returns it. It reads only files inside
 // those directories, each after checking it is one: the .git file or
 // directory, commondir, objects/info/alternates (recursively), the
-// configuration (config and config.worktree with every include.path and
-// includeIf.*.path, recursively, also those whose condition does not hold)
-// and core.worktree; and it walks .git (hooks excepted, which no DevSpace
-// Git runs) and every alternate object store refusing symlinks that lead
-// elsewhere, FIFOs and devices. See the package doc for why.
+// configuration (config and config.worktree with every include.path,
+// recursively; a conditional include, includeIf.*.path, is refused
+// whatever its condition) and core.worktree; and it walks .git (hooks
+// excepted, which no DevSpace Git runs) and every alternate object store
+// refusing symlinks that lead elsewhere, FIFOs and devices. See the package
+// doc for why.
 //
 // Errors: ErrNotRepository when neither workTree nor any parent has a .git;
 // ErrNotTopLevel when a parent has one but workTree does not;
 // ErrRepositoryUnsafe when any location leaves the allowed directories, is
 // not the kind of file Git expects there, or cannot be checked within the
-// bounds; all wrapped, their text meant for logs. os.ErrInvalid (wrapped)
+// bounds, and when the configuration includes a file under a condition;
+// all wrapped, their text meant for logs. os.ErrInvalid (wrapped)
 // when an allowed directory is not absolute; a filesystem error when
 // workTree or an allowed directory cannot be resolved.
 func OpenRepository(workTree string, allowed ...string) (*Repository, error) {
@@ -351,10 +353,11 @@ func (v *verifier) alternates(objects string, depth int) error {
 }
 
 // config checks the configuration file p (absent is fine) and, recursively,
-// every file it includes, for variables naming a location Git opens:
-// include paths, core.worktree (relative to the repository directory),
-// core.excludesFile, core.attributesFile and diff.orderFile (relative to the
-// work tree, where Git runs).
+// every file it includes: it refuses conditional includes, and checks the
+// variables naming a location Git opens: include paths, core.worktree
+// (relative to the repository directory), core.excludesFile,
+// core.attributesFile and diff.orderFile (relative to the work tree, where
+// Git runs).
 func (v *verifier) config(p string, repo *Repository, depth int) error {
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && depth == 0 {
 		return nil
@@ -375,6 +378,13 @@ func (v *verifier) config(p string, repo *Repository, depth int) error {
 		case (e.section == "include" || e.section == "includeif") && e.name == "path":
 			if !e.hasValue || e.value == "" {
 				continue // Git ignores an empty include
+			}
+			if e.section == "includeif" {
+				// Its condition (onbranch, gitdir, hasconfig) holds in some
+				// of the contexts DevSpace's Git runs in and not in others,
+				// and may change between a check and the run (a branch
+				// switch): what the check saw would not be what Git uses.
+				return unsafe("conditional include (includeIf)")
 			}
 			target := e.value
 			if strings.HasPrefix(target, "~") || strings.HasPrefix(target, "%(prefix)/") {

@@ -4,6 +4,7 @@ package worktree
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -333,5 +334,90 @@ func TestForgedLockKeepsWorktree(t *testing.T) {
 	}
 	if markers, _ := filepath.Glob(filepath.Join(filepath.Dir(victim.Path), ".*.creating")); len(markers) != 0 {
 		t.Errorf("markers left behind: %v", markers)
+	}
+}
+
+// TestRefusesConfigOfAnotherContext: a configuration that means something
+// else where Git checks the worktree out than where DevSpace checked it
+// (found by an attacker review: an include on the worktree's own branch,
+// onbranch:devspace/**, defined a smudge filter that the check, run in
+// the source with the source's HEAD, did not see; `git worktree add` ran it
+// and it wrote a hook in the source's .git that the owner's next checkout
+// ran). Create refuses every variant with review.ErrRepositoryUnsafe, and
+// none of it runs; plain Git, in a worktree on such a branch, runs it (the
+// control).
+func TestRefusesConfigOfAnotherContext(t *testing.T) {
+	const onBranch = "includeIf.onbranch:devspace/**.path"
+	tests := []struct {
+		name       string
+		key        string // set to value in .git/config
+		value      string
+		files      map[string]string // more files in .git
+		driver     string            // what evil.cfg defines: "filter" or "diff"
+		attributes string            // where "* filter=x diff=x" is: "committed" or "info"
+	}{
+		{"onbranch", onBranch, "evil.cfg", nil, "filter", "committed"},
+		{"gitdir", "includeIf.gitdir:**/.git/worktrees/.path", "evil.cfg", nil, "filter", "committed"},
+		{"gitdir/i", "includeIf.gitdir/i:**/.GIT/WORKTREES/.path", "evil.cfg", nil, "filter", "committed"},
+		{"include of an include", "include.path", "inner.cfg",
+			map[string]string{"inner.cfg": "[includeIf \"onbranch:devspace/**\"]\n\tpath = evil.cfg\n"}, "filter", "committed"},
+		{"diff driver", onBranch, "evil.cfg", nil, "diff", "committed"},
+		{"info/attributes only", onBranch, "evil.cfg", nil, "filter", "info"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t)
+			repo := newRepo(t, false)
+			markers := filepath.Join(testutil.CanonicalTempDir(t), "markers")
+			if err := os.Mkdir(markers, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gitDir := filepath.Join(repo, ".git")
+			hook := filepath.Join(gitDir, "hooks", "post-checkout")
+			// The program leaves a marker and plants a hook in the source.
+			program := "sh -c \"touch '" + filepath.Join(markers, tt.driver) + "'; echo exit 0 > '" + hook + "'; cat\" --"
+			evil := fmt.Sprintf("[filter \"x\"]\n\tsmudge = %q\n\tclean = %q\n", program, program)
+			if tt.driver == "diff" {
+				evil = fmt.Sprintf("[diff \"x\"]\n\ttextconv = %q\n", program)
+			}
+			testutil.WriteFile(t, gitDir, "evil.cfg", evil)
+			for name, content := range tt.files {
+				testutil.WriteFile(t, gitDir, name, content)
+			}
+			attributes := "* filter=x diff=x\n"
+			if tt.attributes == "info" {
+				testutil.WriteFile(t, gitDir, "info/attributes", attributes)
+			} else {
+				testutil.WriteFile(t, repo, ".gitattributes", attributes)
+			}
+			testutil.WriteFile(t, repo, "a.txt", "one\n")
+			testutil.Git(t, repo, "add", "-A")
+			testutil.Git(t, repo, "commit", "-q", "-m", "initial")
+			testutil.Git(t, repo, "config", tt.key, tt.value)
+
+			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
+				t.Errorf("Create = %v, want review.ErrRepositoryUnsafe", err)
+			}
+			if got := testutil.Markers(t, markers); len(got) != 0 {
+				t.Errorf("the repository's %s ran: %v", tt.driver, got)
+			}
+			if exists(hook) {
+				t.Error("a hook was planted in the source's .git/hooks")
+			}
+			if exists(m.layout(repo, "k").Path) {
+				t.Error("a worktree directory remains")
+			}
+
+			// The control: plain Git on a devspace/ branch runs it.
+			control := filepath.Join(testutil.CanonicalTempDir(t), "control")
+			testutil.Git(t, repo, "worktree", "add", "-q", "-b", "devspace/control", control)
+			if tt.driver == "diff" {
+				testutil.WriteFile(t, control, "a.txt", "two\n")
+				testutil.Git(t, control, "diff")
+			}
+			if got := testutil.Markers(t, markers); len(got) == 0 || !exists(hook) {
+				t.Errorf("control: plain Git ran no %s (markers %v)", tt.driver, got)
+			}
+		})
 	}
 }

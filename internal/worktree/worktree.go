@@ -94,8 +94,8 @@ var (
 	// branch from.
 	ErrNoCommits = errors.New("repository has no commits")
 	// ErrUnsafe: the repository configures executable clean, smudge or
-	// process filters, or textconv or external diff drivers, which a
-	// checkout or a status would run.
+	// process filters, textconv or external diff drivers, or merge
+	// drivers, which a checkout or a status could run.
 	ErrUnsafe = errors.New("repository configures executable git filters or diff drivers")
 	// ErrInvalidKey: the key is empty, too long, or not made of ASCII
 	// letters, digits, '.', '_' and '-' starting with a letter or digit.
@@ -179,7 +179,7 @@ func New(opts Options) (*Manager, error) {
 // Eligible reports whether the Project root at rootPath can host managed
 // worktrees: it is exactly the top level of a Git work tree (a linked
 // worktree qualifies), HEAD names a commit, and the configuration defines no
-// executable filter or diff driver. It only reads the repository.
+// executable filter, diff or merge driver. It only reads the repository.
 //
 // Errors: ErrNotRepository, ErrNotTopLevel, ErrNoCommits, ErrUnsafe
 // (wrapped); review.ErrGit (wrapped) when Git failed; the error of ctx; a
