@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case SupervisorCommand, LauncherCommand:
+		case SupervisorCommand, LauncherCommand, ConfineCommand:
 			if os.Getenv(testMoveLauncherEnv) == "1" {
 				cloneIntoCgroup = false
 			}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
 // Issue 30: what a command can reach besides files. The probes are
@@ -407,5 +409,61 @@ while True:
 	// The supervisor is free for the next command.
 	if code, out := a.run(t, "execA", a.alpha, false, "echo next"); code != 0 || !strings.Contains(out, "next") {
 		t.Errorf("next command: %d %q", code, out)
+	}
+}
+
+// TestConfineReach: DevSpace's own Git (Manager.Confine) gets the system
+// call policy with no network at all and no Unix socket but socketpair's:
+// a filter a repository plants cannot send a datagram, reach an agent or
+// leave an IPC object, and ConfineMain's own /proc (its net/ included) is
+// outside the domain.
+func TestConfineReach(t *testing.T) {
+	m := newTestManager(t, Options{}, false)
+	if m.Sandbox().Mode != SandboxLandlock {
+		t.Skip("no Landlock on this kernel")
+	}
+	dir := t.TempDir()
+	reachProbe(t, dir)
+	udpPort, udpHits := loopbackTCP(t, "udp")
+	tcpPort, tcpHits := loopbackTCP(t, "tcp")
+	outside := filepath.Join(t.TempDir(), "agent.sock")
+	agentHits := unixServer(t, outside, "SECRET-agent")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(systemPython, append([]string{filepath.Join(dir, "reach.py")}, args...)...)
+		cmd.Dir = dir
+		if err := m.Confine(cmd, sandbox.Policy{ReadExec: []string{dir}}); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out))
+	}
+	for _, c := range []struct {
+		probe, arg string
+		allowed    bool
+	}{
+		{"udp", udpPort, false},
+		{"tcp", tcpPort, false},
+		{"unix-connect", outside, false},
+		{"unix-socket", "", false},
+		{"route-netlink", "", false},
+		{"shm", "", false},
+		{"keyring", "", false},
+		{"socketpair", "", true},
+		{"read", "/proc/" + strconv.Itoa(os.Getpid()) + "/net/unix", false},
+	} {
+		wantVerdict(t, "confined "+c.probe, run(c.probe, c.arg), c.allowed)
+	}
+	// ConfineMain's own entries: the probe's parent.
+	cmd := exec.Command("/bin/sh", "-c", "cat /proc/$PPID/net/unix /proc/$PPID/status")
+	if err := m.Confine(cmd, sandbox.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("confined program read ConfineMain's /proc: %.200q", out)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if udpHits.Load()+tcpHits.Load()+agentHits.Load() != 0 {
+		t.Errorf("confined program reached: udp %d, tcp %d, agent %d", udpHits.Load(), tcpHits.Load(), agentHits.Load())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 // newConfiner returns a process.Manager's Confine, with this test binary
-// as the program that confines itself.
+// as the program that confines itself. Built with -race, that program would
+// sleep a second as it exits (the race runtime's atexit_sleep_ms), once per
+// Git invocation: the environment the runner built for it says not to.
 func newConfiner(t testing.TB) Confiner {
 	t.Helper()
 	if !sandbox.Probe().Available() {
@@ -46,7 +49,10 @@ func newConfiner(t testing.TB) Confiner {
 	if m.Sandbox().Mode != process.SandboxLandlock {
 		t.Fatalf("sandbox %+v", m.Sandbox())
 	}
-	return m.Confine
+	return func(cmd *exec.Cmd, p sandbox.Policy) error {
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+		return m.Confine(cmd, p)
+	}
 }
 
 // TestConfinedGitRunsRepositoryCodeConfined: a filter the repository
@@ -98,7 +104,7 @@ func TestConfinedGitRunsRepositoryCodeConfined(t *testing.T) {
 		t.Fatalf("control: the unconfined filter leaked into %v, want all three places", got)
 	}
 
-	// Confined, as Git.Run (metadata writable) and as a review (read-only).
+	// Confined, as Git.Run and as a review (both read-only).
 	if _, err := NewGit(GitOptions{Confine: confine}).Run(t.Context(), repo, "hash-object", "a.txt"); err != nil {
 		t.Logf("confined git: %v", err) // the filter's failures may fail Git: either way nothing leaks
 	}
@@ -139,7 +145,11 @@ func TestConfinedGitStillWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := NewGit(GitOptions{Confine: confine})
-	if out, err := g.RunWriting(t.Context(), repo, []string{wt}, "-c", "user.name=t", "-c", "user.email=t@t", "worktree", "add", "-q", "-b", "side", wt); err != nil {
+	if err := os.Mkdir(filepath.Join(repo.CommonDir, "worktrees"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writes := []string{wt, filepath.Join(repo.CommonDir, "worktrees"), filepath.Join(repo.CommonDir, "refs"), filepath.Join(repo.CommonDir, "logs")}
+	if out, err := g.RunWriting(t.Context(), repo, writes, "-c", "user.name=t", "-c", "user.email=t@t", "worktree", "add", "-q", "-b", "side", wt); err != nil {
 		t.Fatalf("confined worktree add: %v %s", err, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(wt, "a.txt")); err != nil || string(b) != "one\n" {

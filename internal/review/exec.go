@@ -97,23 +97,27 @@ func (e *ExitError) Unwrap() error { return ErrGit }
 // (wrapped) when stdout passed its cap (the part kept is returned); the error
 // of ctx, also context.DeadlineExceeded when GitOptions.Timeout expires.
 //
-// Confined (GitOptions.Confine), Git may write the repository's metadata
-// (GitDir and CommonDir) and nothing else; RunWriting names more.
+// Confined (GitOptions.Confine), Git may write nothing: Run is for the
+// invocations that only read (rev-parse, config, worktree list, the
+// plumbing diffs, which refresh no index); RunWriting is for the others.
 func (g *Git) Run(ctx context.Context, repo *Repository, args ...string) ([]byte, error) {
 	return g.RunWriting(ctx, repo, nil, args...)
 }
 
-// RunWriting is Run for an invocation that also writes beneath dirs
-// (absolute, existing directories), such as the directory `worktree add`
-// checks out into.
+// RunWriting is Run for an invocation that writes: confined, Git may write
+// beneath dirs and nowhere else, the repository's metadata included. dirs
+// are absolute, canonical directories, opened without following a symlink
+// (one that is missing or a symlink allows nothing). A directory allows its
+// whole subtree, so name the narrowest ones the invocation needs (.git/refs
+// rather than .git, which holds hooks/ and config, whose programs the
+// owner's Git runs).
 func (g *Git) RunWriting(ctx context.Context, repo *Repository, dirs []string, args ...string) ([]byte, error) {
 	if len(args) == 0 || repo == nil {
 		return nil, fmt.Errorf("review: git without arguments or repository: %w", os.ErrInvalid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
 	defer cancel()
-	writable := append([]string{repo.GitDir, repo.CommonDir}, dirs...)
-	runner := &gitRunner{r: g.r, repo: repo, writable: writable}
+	runner := &gitRunner{r: g.r, repo: repo, writable: dirs}
 	res, err := runner.run(ctx, g.maxOutput, args...)
 	if err != nil {
 		return nil, err
@@ -141,10 +145,11 @@ func (g *Git) Check(ctx context.Context, repo *Repository) error {
 
 // CheckContent runs the checks due before Git compares work tree content
 // in repo (diff-files, status, a checkout): it returns ErrUnsafeFilters
-// (wrapped) when the configuration Git uses defines an executable filter or
-// diff driver, and ErrRepositoryUnsafe (wrapped) when a checked-out
-// submodule's metadata leads outside the directories repo was opened with
-// (see the package doc). Git must not then compare work tree content there.
+// (wrapped) when the configuration Git uses in repo, in repo's own context
+// (HEAD, repository directory), defines an executable filter, diff or merge
+// driver, and ErrRepositoryUnsafe (wrapped) when a checked-out submodule's
+// metadata leads outside the directories repo was opened with (see the
+// package doc). Git must not then compare work tree content there.
 //
 // Errors: ErrUnsafeFilters, ErrRepositoryUnsafe and ErrGit (wrapped); the
 // error of ctx.

@@ -34,8 +34,8 @@ var transports = [...]string{"file", "git", "ssh", "http", "https", "ext"}
 type gitRunner struct {
 	r    *Reviewer
 	repo *Repository
-	// writable are the directories a confined Git may write (Git.Run);
-	// nil for the read-only invocations of a review and of the checks.
+	// writable are the directories a confined Git may write
+	// (Git.RunWriting); nil for the read-only invocations.
 	writable []string
 }
 
@@ -263,7 +263,10 @@ func (g *gitRunner) checkContent(ctx context.Context) error {
 }
 
 // checkFilters returns ErrUnsafeFilters when the configuration Git uses in
-// the repository defines an executable filter or diff driver (see the package doc).
+// the repository defines an executable filter, diff or merge driver (see
+// the package doc). It asks Git in the repository's own context (its HEAD,
+// its repository directory), which is the one Git runs in: check a new
+// worktree from inside it, not from its source.
 func (g *gitRunner) checkFilters(ctx context.Context) error {
 	res, err := g.run(ctx, listCap, "config", "-z", "--includes", "--list")
 	if err != nil {

@@ -80,15 +80,20 @@
 //     simpler and never weaker. diff-files runs clean filters on worktree
 //     files whose stat data changed, so this check is what keeps them from
 //     running. A repository using Git LFS with a local `git lfs install` is
-//     refused for the same reason.
+//     refused for the same reason. Git is asked in the context it will run
+//     in: a new worktree is checked from inside it, with its own HEAD and
+//     repository directory, before its checkout.
 //   - The check and the diffs are separate Git invocations. The caller holds
 //     the root's read lock, which excludes apply_patch, but a command
 //     running meanwhile can change .git/config between them, and Git then
 //     runs the filter it adds. So with Options.Confine every invocation
 //     runs in a Landlock domain (process.Manager.Confine): the
-//     repository's directories read-only for a review, its metadata
-//     writable for Git.Run, TCP and everything else denied. What the
-//     repository makes Git run can do no more than a read-only command.
+//     repository's directories read-only, TCP and everything else denied;
+//     Git.RunWriting names what a writing invocation may write, the
+//     narrowest directories it needs (never .git itself for an invocation
+//     that reads work tree content: it holds hooks/ and config, which the
+//     owner's Git runs). What the repository makes Git run can do no more
+//     than a read-only command, or that invocation's write.
 //   - Untracked files come from `ls-files --others --exclude-standard -z` and
 //     are rendered as new-file diffs by this package, reading them through an
 //     os.Root (bounded, FIFOs and devices skipped, symlinks shown as their
@@ -191,8 +196,8 @@ type Options struct {
 	Withhold func(path string) bool
 	// Confine, when set, makes each Git invocation run in a kernel
 	// sandbox (process.Manager.Confine): p lists the repository's
-	// directories, read-only for a review, its metadata (and the
-	// directories a worktree operation creates) writable for Git.Run.
+	// directories, read-only, and for Git.RunWriting the directories the
+	// invocation writes.
 	// Whatever the repository makes Git run then has no more access than
 	// that. Nil runs Git unconfined. An error refuses the invocation.
 	Confine Confiner

@@ -18,11 +18,15 @@ import (
 // (a detached HEAD is fine), checked out at Dir/<repo>/<key>. An existing,
 // finished worktree for key is returned as is, whatever HEAD names now;
 // Create never makes a second one. What an earlier, cut-short Create for key
-// left behind is cleared first (see the package doc).
+// left behind is cleared first (see the package doc). The checkout happens
+// only once the new worktree passed the content checks in its own context
+// (see add).
 //
 // Errors: those of Eligible; ErrInvalidKey; ErrConflict (wrapped) when the
-// key's path or branch is in use; review.ErrGit (wrapped) when Git failed,
-// in which case nothing of this attempt remains; the error of ctx.
+// key's path or branch is in use; ErrUnsafe and review.ErrRepositoryUnsafe
+// (wrapped) also when the new worktree fails the checks; review.ErrGit
+// (wrapped) when Git failed; in these cases nothing of this attempt
+// remains; the error of ctx.
 func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, error) {
 	if err := m.waitStart(ctx); err != nil {
 		return nil, err
@@ -64,6 +68,9 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 		return nil, fmt.Errorf("worktree: create repository directory: %w", err)
 	}
 
+	if err := makeMetadataDirs(src); err != nil {
+		return nil, err
+	}
 	// The marker first: until it is removed, a worktree Git reports as
 	// half-created is this Create's (entry.halfCreated).
 	marker := creatingMarker(wt.Path)
@@ -86,11 +93,7 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 		m.undoCreate(ctx, src, wt, head)
 		return nil, fmt.Errorf("worktree: create worktree directory: %w", err)
 	}
-	if _, err := m.git.RunWriting(ctx, src, []string{wt.Path}, writeArgs("worktree", "add", "--quiet", wt.Path, wt.Branch)...); err != nil {
-		m.undoCreate(ctx, src, wt, head)
-		return nil, fmt.Errorf("worktree: add worktree: %w", err)
-	}
-	if err := m.relativize(ctx, src, wt); err != nil {
+	if err := m.add(ctx, src, wt); err != nil {
 		m.undoCreate(ctx, src, wt, head)
 		return nil, err
 	}
@@ -101,6 +104,41 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 	return wt, nil
 }
 
+// add registers wt in src with `git worktree add --no-checkout`, locked
+// "initializing" as `git worktree add` itself is while it checks out (a
+// crash then leaves it half-created), and checks it out only once the
+// content checks pass inside it. The checkout runs the smudge filters of
+// the configuration Git uses there, with the worktree's HEAD (wt.Branch)
+// and repository directory, which is not the source's: a check in the
+// source missed a filter included only on devspace/ branches (attacker
+// review; such includes are now refused by OpenRepository too). The
+// checkout is `read-tree --reset -u HEAD`, not the `reset --hard` that
+// `git worktree add` runs, which also rewrites the branch's ref and reflog
+// in the source; it writes the worktree and its repository directory only.
+func (m *Manager) add(ctx context.Context, src *review.Repository, wt *Worktree) error {
+	args := writeArgs("worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockInitializing, wt.Path, wt.Branch)
+	if _, err := m.git.RunWriting(ctx, src, adminWrites(src, wt.Path), args...); err != nil {
+		return fmt.Errorf("worktree: add worktree: %w", err)
+	}
+	repo, err := m.relativize(ctx, src, wt)
+	if err != nil {
+		return err
+	}
+	if filepath.Dir(repo.GitDir) != worktreesDir(src) {
+		return fmt.Errorf("worktree: new worktree's repository directory is not in the source's worktrees: %w", review.ErrGit)
+	}
+	if err := m.checkFilters(ctx, repo); err != nil {
+		return err
+	}
+	if _, err := m.git.RunWriting(ctx, repo, []string{wt.Path, repo.GitDir}, "read-tree", "--reset", "-u", "HEAD"); err != nil {
+		return fmt.Errorf("worktree: check out worktree: %w", err)
+	}
+	if _, err := m.git.RunWriting(ctx, src, []string{repo.GitDir}, "worktree", "unlock", wt.Path); err != nil {
+		return fmt.Errorf("worktree: unlock worktree: %w", err)
+	}
+	return nil
+}
+
 // relativize rewrites the .git file `git worktree add` wrote in wt
 // ("gitdir: <absolute path of the source's .git/worktrees/<name>>") with the
 // same location relative to wt, so that the file (which tools in a worktree
@@ -109,35 +147,38 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 // (.git/worktrees/<name>/gitdir) stays absolute: Git 2.39 resolves a
 // relative one against its current directory, then reports the worktree
 // prunable and `git worktree prune` or `git gc` deletes it. The result is
-// checked like every worktree before it is used.
-func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) error {
+// checked like every worktree before it is used, and returned.
+func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) (*review.Repository, error) {
 	dotgit := filepath.Join(wt.Path, ".git")
 	target, err := absoluteGitdir(dotgit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if target == "" {
-		return fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
+		return nil, fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
 	}
 	rel, err := filepath.Rel(wt.Path, target)
 	if err != nil {
-		return fmt.Errorf("worktree: relative gitdir: %w", err)
+		return nil, fmt.Errorf("worktree: relative gitdir: %w", err)
 	}
 	// The temporary file sits next to the worktree, not in it: left behind
 	// by a crash, it must not make the worktree dirty.
 	tmp := filepath.Join(filepath.Dir(wt.Path), "."+wt.Key+".git-tmp")
 	if err := os.WriteFile(tmp, []byte("gitdir: "+filepath.ToSlash(rel)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("worktree: write .git file: %w", err)
+		return nil, fmt.Errorf("worktree: write .git file: %w", err)
 	}
 	if err := os.Rename(tmp, dotgit); err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("worktree: write .git file: %w", err)
+		return nil, fmt.Errorf("worktree: write .git file: %w", err)
 	}
 	repo, err := m.openWorktree(src, wt.Path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.check(ctx, repo)
+	if err := m.check(ctx, repo); err != nil {
+		return nil, err
+	}
+	return repo, nil
 }
 
 // undoCreate removes what a failed Create added, with its own deadline so a
@@ -148,7 +189,7 @@ func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Wo
 	defer cancel()
 	if list, err := m.list(ctx, src); err == nil {
 		if _, ok := find(list, wt.Path); ok {
-			_, _ = m.git.RunWriting(ctx, src, []string{filepath.Dir(wt.Path)}, writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
+			_, _ = m.git.RunWriting(ctx, src, adminWrites(src, wt.Path), writeArgs("worktree", "remove", "--force", "--force", wt.Path)...)
 		}
 	}
 	_ = os.RemoveAll(wt.Path)

@@ -11,8 +11,10 @@ import (
 )
 
 // lockInitializing is the lock reason `git worktree add` writes while it
-// creates a worktree and removes once the checkout is complete. A worktree
-// still locked with it was cut short (a crash, a kill): half-created.
+// creates a worktree and removes once the checkout is complete; Create
+// passes it to `git worktree add --lock` and unlocks after its own
+// checkout. A worktree still locked with it was cut short (a crash, a
+// kill): half-created.
 const lockInitializing = "initializing"
 
 // entry is one worktree as `git worktree list --porcelain -z` reports it.

@@ -86,7 +86,7 @@ func (m *Manager) relativizeAll(ctx context.Context, src *review.Repository, lis
 		if target == "" {
 			continue
 		}
-		if err := m.relativize(ctx, src, wt); err != nil {
+		if _, err := m.relativize(ctx, src, wt); err != nil {
 			return err
 		}
 	}
@@ -163,7 +163,7 @@ func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entr
 			removed = append(removed, e.path)
 			continue
 		}
-		if _, err := m.git.RunWriting(ctx, src, []string{filepath.Dir(e.path)}, args...); err != nil {
+		if _, err := m.git.RunWriting(ctx, src, adminWrites(src, e.path), args...); err != nil {
 			return removed, fmt.Errorf("worktree: remove unfinished worktree: %w", err)
 		}
 		_ = os.Remove(creatingMarker(e.path))

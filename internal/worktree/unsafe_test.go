@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -419,5 +422,37 @@ func TestRefusesConfigOfAnotherContext(t *testing.T) {
 				t.Errorf("control: plain Git ran no %s (markers %v)", tt.driver, got)
 			}
 		})
+	}
+}
+
+// TestCreateChecksInsideTheWorktree: a filter configured after the source
+// passed the checks (a concurrent command writes .git/config right before
+// `git worktree add`) is caught by the check Create runs inside the new
+// worktree before its checkout: ErrUnsafe, the filter never ran, nothing
+// of the attempt remains.
+func TestCreateChecksInsideTheWorktree(t *testing.T) {
+	repo := newRepo(t, true)
+	marker := filepath.Join(testutil.CanonicalTempDir(t), "marker")
+	planted := false
+	plant := func(cmd *exec.Cmd, _ sandbox.Policy) error {
+		if !planted && slices.Contains(cmd.Args, "add") {
+			planted = true
+			testutil.Git(t, repo, "config", "filter.x.smudge", "sh -c \"touch '"+marker+"'; cat\" --")
+			testutil.WriteFile(t, filepath.Join(repo, ".git"), "info/attributes", "* filter=x\n")
+		}
+		return nil
+	}
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Confine: plant})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Create = %v, want ErrUnsafe", err)
+	}
+	if !planted || exists(marker) {
+		t.Errorf("planted %v; the smudge filter ran: %v", planted, exists(marker))
+	}
+	if exists(m.layout(repo, "k").Path) || len(worktreePaths(t, repo)) != 1 || len(devspaceRefs(t, repo)) != 0 {
+		t.Errorf("left behind: directory %v, worktrees %q, refs %q", exists(m.layout(repo, "k").Path), worktreePaths(t, repo), devspaceRefs(t, repo))
 	}
 }

@@ -23,22 +23,28 @@
 // off, process-group kill. After `git worktree add` the worktree's .git
 // file is rewritten relative, so it names no host path (see relativize).
 // Creating and removing a worktree write to the source repository's .git
-// (worktrees/ metadata, refs), which is the point of this package. Before
-// Git compares work tree content (Dirty; `git worktree add`, whose checkout
-// runs smudge filters; `git worktree remove`, which runs `git status`)
-// review.Git.CheckContent refuses executable filters and diff drivers
-// (ErrUnsafe) and checked-out submodules whose metadata leads outside
-// (review.ErrRepositoryUnsafe).
+// (worktrees/ metadata, refs), which is the point of this package; each
+// invocation, confined, may write only what it needs (writes.go), never
+// the source's hooks/ or config while Git reads work tree content. Before
+// Git compares work tree content (Dirty; the checkout of Create, which runs
+// smudge filters; `git worktree remove`, which runs `git status`)
+// review.Git.CheckContent, run in that worktree's own context, refuses
+// executable filters and diff or merge drivers (ErrUnsafe) and checked-out
+// submodules whose metadata leads outside (review.ErrRepositoryUnsafe).
+// That is why Create registers the worktree without a checkout, checks it
+// from inside, and only then checks it out: the source's configuration may
+// mean something else there (OpenRepository refuses conditional includes,
+// whose conditions name the branch and the repository directory).
 //
-// Crash safety. Create adds the refs, then runs `git worktree add` directly
-// at the final path; on any failure it removes what it added. A process
-// killed meanwhile leaves at most a worktree Git itself marks as still
-// initializing (locked "initializing"), an empty directory, or the two refs
-// pointing at the same commit. Prune, and Create for the same key, remove
-// exactly those; they never remove a worktree that finished, a non-empty
-// directory Git does not know, or a branch that moved past its base, so no
-// work is ever lost to them. Only Remove deletes a finished worktree, and
-// only a clean one.
+// Crash safety. Create adds the refs, then registers the worktree directly
+// at the final path, locked "initializing" until it is checked out; on any
+// failure it removes what it added. A process killed meanwhile leaves at
+// most a worktree Git marks as still initializing, an empty directory, or
+// the two refs pointing at the same commit. Prune, and Create for the same
+// key, remove exactly those; they never remove a worktree that finished, a
+// non-empty directory Git does not know, or a branch that moved past its
+// base, so no work is ever lost to them. Only Remove deletes a finished
+// worktree, and only a clean one.
 //
 // One Manager must own Dir: two processes sharing it could see each other's
 // creations in progress as half-created.
@@ -399,8 +405,9 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	// which covers a write since the check.
 	// Removing the directory itself needs its parent, which holds this
 	// repository's other worktrees: a filter Git runs here (the check)
-	// could write them, not the state, keys or other Projects.
-	if _, err := m.git.RunWriting(ctx, src, []string{filepath.Dir(cur.Path)}, writeArgs("worktree", "remove", cur.Path)...); err != nil {
+	// could write them and the source's worktrees/, not the state, keys,
+	// other Projects, or the source's hooks and config (adminWrites).
+	if _, err := m.git.RunWriting(ctx, src, adminWrites(src, cur.Path), writeArgs("worktree", "remove", cur.Path)...); err != nil {
 		var exit *review.ExitError
 		if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "contains modified or untracked files") {
 			return fmt.Errorf("worktree: %w", ErrDirty)
@@ -415,7 +422,7 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	if id != "" {
 		// branch -D, not update-ref: it refuses a branch checked out in
 		// another worktree.
-		if _, err := m.git.Run(ctx, src, writeArgs("branch", "-D", cur.Branch)...); err != nil {
+		if _, err := m.git.RunWriting(ctx, src, refDeleteWrites(src), writeArgs("branch", "-D", cur.Branch)...); err != nil {
 			return fmt.Errorf("worktree: delete branch: %w", err)
 		}
 	}
@@ -471,16 +478,14 @@ func (m *Manager) resolveRef(ctx context.Context, src *review.Repository, ref st
 // currently is oldID ("" meaning: must not exist when creating, any value
 // when deleting).
 func (m *Manager) updateRef(ctx context.Context, src *review.Repository, ref, newID, oldID string) error {
-	var args []string
+	args, writes := writeArgs("update-ref", "-m", "devspace: create worktree", ref, newID, oldID), refWrites(src)
 	if newID == "" {
-		args = writeArgs("update-ref", "-m", "devspace: remove worktree", "-d", ref)
+		args, writes = writeArgs("update-ref", "-m", "devspace: remove worktree", "-d", ref), refDeleteWrites(src)
 		if oldID != "" {
 			args = append(args, oldID)
 		}
-	} else {
-		args = writeArgs("update-ref", "-m", "devspace: create worktree", ref, newID, oldID)
 	}
-	if _, err := m.git.Run(ctx, src, args...); err != nil {
+	if _, err := m.git.RunWriting(ctx, src, writes, args...); err != nil {
 		return fmt.Errorf("worktree: update %s: %w", ref, err)
 	}
 	return nil

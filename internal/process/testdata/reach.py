@@ -55,6 +55,8 @@ def probe(what, arg):
         s.connect(arg)
         data = s.recv(100)
         print("GOT", data.decode())
+    elif what == "unix-socket":
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     elif what == "unix-dgram":
         socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     elif what == "unix-dgram-pair":
