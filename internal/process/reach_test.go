@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -270,12 +271,17 @@ func TestSandboxReachIPC(t *testing.T) {
 }
 
 // TestSandboxReachOrdinaryWork: the stricter domain still runs ordinary
-// tools: git (a local clone and a commit), a venv, make, curl to a
-// loopback server when the network is allowed.
+// tools: go build with its caches under $HOME, git (a local clone and a
+// commit), a venv, make, curl to a loopback server when the network is
+// allowed.
 func TestSandboxReachOrdinaryWork(t *testing.T) {
 	port, hits := loopbackTCP(t, "tcp")
-	a := newAppliance(t, Options{})
+	goroot := runtime.GOROOT()
+	a := newAppliance(t, Options{Sandbox: SandboxOptions{ReadPaths: []string{goroot}}})
 	cmds := []string{
+		// A toolchain with its caches under $HOME (host mode).
+		`printf 'package main\nfunc main() { println("built") }\n' > main.go && printf 'module m\ngo 1.26\n' > go.mod && ` +
+			`GOCACHE="$HOME/gocache" GOPATH="$HOME/gopath" CGO_ENABLED=0 ` + filepath.Join(goroot, "bin", "go") + ` build -o "$TMPDIR/m" . && "$TMPDIR/m" 2>&1 | grep -q built`,
 		`git init -q src && cd src && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m one && cd .. && git clone -q src dst && git -C dst log --oneline | grep -q one`,
 		systemPython + ` -m venv --without-pip "$TMPDIR/venv" && "$TMPDIR/venv/bin/python" -c 'print(1)'`,
 	}
