@@ -318,11 +318,12 @@ func versionConflict(vc *patch.VersionConflict) *ToolError {
 }
 
 // repositoryUnsafe is the error for a repository whose metadata points
-// outside the Project (review.ErrRepositoryUnsafe): show_changes and
-// managed worktrees run no Git there.
+// outside the Project or whose configuration means something else where
+// Git would run (review.ErrRepositoryUnsafe): show_changes and managed
+// worktrees run no Git there.
 func repositoryUnsafe() *ToolError {
 	return toolErr("repository_unsafe",
-		"This repository's Git metadata points outside the Project, so DevSpace runs no Git in it; use show_changes with source apply_patch_history, or open with checkoutKind checkout.",
+		"This repository's Git metadata points outside the Project or its configuration has a conditional include, so DevSpace runs no Git in it; use show_changes with source apply_patch_history, or open with checkoutKind checkout.",
 		"show_changes apply_patch_history", "project_control open")
 }
 
