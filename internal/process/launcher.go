@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -134,7 +135,8 @@ func LauncherMain(args []string) int {
 	if err != nil {
 		return 1
 	}
-	warmUp()
+	opened := warmUp()
+	defer opened.Close()
 	stdin, output, err := recvStdio(rc)
 	if err != nil {
 		return 0 // EOF: the supervisor is gone or drains its launcher
@@ -170,6 +172,7 @@ func LauncherMain(args []string) int {
 		// read there and nothing more (procSelf), not the other
 		// processes'.
 		policy.ReadFiles = append(append([]string(nil), policy.ReadFiles...), procSelf()...)
+		policy.Opened = opened
 		if spec.TTY {
 			// The command may reopen its own terminal, not another's.
 			if pts, err := os.Readlink("/proc/self/fd/0"); err == nil && filepath.IsAbs(pts) {
@@ -206,32 +209,40 @@ func LauncherMain(args []string) int {
 
 // warmUp does, while the launcher waits, what a fresh process does slowly
 // the first time and every command's start needs: encoding/json's type
-// caches for the spec and the reply, and the code and system calls of a
+// caches for the spec and the reply, the code and system calls of a
 // Landlock ruleset (one is built for the system paths and closed, never
-// entered). It leaves nothing behind that a command could see.
-func warmUp() {
+// entered), and it opens the hierarchies every domain names (the
+// system's, and its own /proc entries, whose look-ups cost ~10 µs each)
+// for the command's ruleset. The descriptors are O_PATH and close-on-exec,
+// closed before the exec; nothing else is left that a command could see.
+func warmUp() *sandbox.Opened {
 	var spec supervisorSpec
 	_ = json.Unmarshal([]byte(`{"id":"","path":"","argv":[""],"dir":"","env":[""],"grace_ms":0,"sandbox":{"read_exec":[""],"read_write":[""],"read_files":[""],"devices":[""]}}`), &spec)
 	_, _ = json.Marshal(launcherReply{Exec: true})
-	if st := sandbox.Probe(); st.Available() {
-		p := sandbox.Policy{ReadExec: sandbox.SystemPaths(), ReadFiles: sandbox.ReadablePaths(), Devices: sandbox.DevicePaths()}
-		if fd, err := sandbox.Ruleset(st.ABI, p); err == nil {
-			syscall.Close(fd)
-		}
+	st := sandbox.Probe()
+	if !st.Available() || assigned() {
+		// A command is waiting already (back to back): opening ahead
+		// would only delay it; its ruleset opens what it names.
+		return nil
 	}
+	opened := sandbox.Preopen(slices.Concat(sandbox.SystemPaths(), sandbox.ReadablePaths(), sandbox.DevicePaths(), procSelf()))
+	p := sandbox.Policy{ReadExec: sandbox.SystemPaths(), ReadFiles: sandbox.ReadablePaths(), Devices: sandbox.DevicePaths(), Opened: opened}
+	if fd, err := sandbox.Ruleset(st.ABI, p); err == nil {
+		syscall.Close(fd)
+	}
+	return opened
 }
 
 // procSelfEntries are what a command may read of its own /proc/<pid>:
-// what runtimes, debuggers and ps-like tools read of themselves. Left out:
+// what runtimes, allocators and ps-like tools read of themselves (each
+// rule costs a procfs look-up, so the list is kept short). Left out:
 // net/ (every socket and connection of the machine's network namespace),
 // task/ (each thread's own net/ again), ns/, and the magic links (cwd,
 // exe, root, fd/N), which need no rule: readlink is not a Landlock right,
 // and opening through one is judged on its target.
 var procSelfEntries = []string{
-	"attr", "auxv", "cgroup", "cmdline", "comm", "coredump_filter", "environ", "fd", "fdinfo", "io",
-	"limits", "loginuid", "maps", "mountinfo", "mounts", "mountstats", "oom_adj", "oom_score",
-	"oom_score_adj", "personality", "sched", "schedstat", "sessionid", "smaps", "smaps_rollup",
-	"stat", "statm", "status", "timerslack_ns", "wchan",
+	"auxv", "cgroup", "cmdline", "comm", "environ", "fd", "fdinfo", "io", "limits", "maps",
+	"mountinfo", "mounts", "oom_score_adj", "smaps_rollup", "stat", "statm", "status",
 }
 
 // procSelf returns the paths of procSelfEntries for the calling process.
@@ -244,6 +255,13 @@ func procSelf() []string {
 		out = append(out, self+"/"+e)
 	}
 	return out
+}
+
+// assigned reports whether the supervisor has sent a command already.
+func assigned() bool {
+	fds := []unix.PollFd{{Fd: ctlFD, Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 // launcherParentEnv carries the supervisor's PID to its launcher (only
