@@ -147,17 +147,62 @@ func (g *Gate) serve() {
 			}
 			return
 		}
+		c, errno := g.prepare(&n)
+		if errno != 0 {
+			g.answer(n.ID, errno)
+			continue
+		}
+		if !c.mayBlock() {
+			// Most connects: performed here, without a goroutine and
+			// the thread hand-offs it costs.
+			g.answer(n.ID, g.rawConnect(c.sock, c.addr))
+			c.close()
+			continue
+		}
+		// A blocking TCP connect may wait for minutes: the tree's other
+		// connects go on meanwhile.
 		g.slots <- struct{}{}
 		g.handlers.Add(1)
 		go func() {
 			defer func() { <-g.slots; g.handlers.Done() }()
-			resp := seccompNotifResp{ID: n.ID}
-			if errno := g.connect(&n); errno != 0 {
-				resp.Error = -int32(errno)
-			}
-			_ = g.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller died
+			g.answer(n.ID, g.rawConnect(c.sock, c.addr))
+			c.close()
 		}()
 	}
+}
+
+// answer returns errno (0: success) as the result of notification id;
+// ENOENT (the caller died meanwhile) is ignored.
+func (g *Gate) answer(id uint64, errno unix.Errno) {
+	resp := seccompNotifResp{ID: id, Error: -int32(errno)}
+	_ = g.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+}
+
+// pendingConnect is a connect ready to be performed: a copy of the
+// program's socket and the address, with the pinned Unix socket's
+// descriptor (or -1) that the address names through /proc/self/fd.
+type pendingConnect struct {
+	sock, target int
+	addr         []byte
+	unix         bool
+}
+
+func (c *pendingConnect) close() {
+	unix.Close(c.sock)
+	if c.target >= 0 {
+		unix.Close(c.target)
+	}
+}
+
+// mayBlock reports whether the connect can wait long: only a blocking
+// socket of another family than AF_UNIX (a Unix connect waits only for
+// a listener of the domain's own whose backlog is full).
+func (c *pendingConnect) mayBlock() bool {
+	if c.unix {
+		return false
+	}
+	fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0)
+	return err != nil || fl&unix.O_NONBLOCK == 0
 }
 
 func (g *Gate) ioctl(req uint, arg unsafe.Pointer) error {
@@ -183,15 +228,15 @@ const errGone = unix.ECONNABORTED
 // longer address.
 const sockaddrMax = 128
 
-// connect performs the connect of notification n and returns its errno
-// (0 for success).
-func (g *Gate) connect(n *seccompNotif) unix.Errno {
+// prepare reads notification n's connect and returns what to perform,
+// or the errno to answer.
+func (g *Gate) prepare(n *seccompNotif) (*pendingConnect, unix.Errno) {
 	if n.Nr != unix.SYS_CONNECT {
-		return unix.ENOSYS
+		return nil, unix.ENOSYS
 	}
 	fd, alen := int(int32(n.Args[0])), int(int32(n.Args[2]))
 	if alen < 0 || alen > sockaddrMax {
-		return unix.EINVAL
+		return nil, unix.EINVAL
 	}
 	addr := make([]byte, alen)
 	if alen > 0 {
@@ -199,32 +244,44 @@ func (g *Gate) connect(n *seccompNotif) unix.Errno {
 			[]unix.RemoteIovec{{Base: uintptr(n.Args[1]), Len: alen}}, 0)
 		if err != nil || got != alen {
 			if !g.valid(n.ID) {
-				return errGone
+				return nil, errGone
 			}
-			return unix.EFAULT
+			return nil, unix.EFAULT
 		}
 	}
 	pidfd, err := openThread(int(n.PID))
 	if err != nil {
-		return errGone
+		return nil, errGone
 	}
 	defer unix.Close(pidfd)
 	if !g.valid(n.ID) {
-		return errGone // the PID was another thread's by the time it was opened
+		return nil, errGone // the PID was another thread's by the time it was opened
 	}
 	sock, err := unix.PidfdGetfd(pidfd, fd, 0)
 	if err != nil {
-		return errnoOf(err, unix.EBADF)
+		return nil, errnoOf(err, unix.EBADF)
 	}
-	defer unix.Close(sock)
+	c := &pendingConnect{sock: sock, target: -1, addr: addr}
 	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
-		return errnoOf(err, unix.ENOTSOCK)
+		c.close()
+		return nil, errnoOf(err, unix.ENOTSOCK)
 	}
 	if domain != unix.AF_UNIX {
-		return g.rawConnect(sock, addr)
+		return c, 0
 	}
-	if alen < 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX {
+	c.unix = true
+	if errno := g.unixTarget(n, c); errno != 0 {
+		c.close()
+		return nil, errno
+	}
+	return c, 0
+}
+
+// unixTarget checks c's Unix address and points it at the pinned socket.
+func (g *Gate) unixTarget(n *seccompNotif, c *pendingConnect) unix.Errno {
+	addr := c.addr
+	if len(addr) < 2 || binary.NativeEndian.Uint16(addr) != unix.AF_UNIX {
 		return unix.EINVAL
 	}
 	name := addr[2:]
@@ -241,12 +298,12 @@ func (g *Gate) connect(n *seccompNotif) unix.Errno {
 	if errno != 0 {
 		return errno
 	}
-	defer unix.Close(target)
+	c.target = target
 	via := []byte("/proc/self/fd/" + strconv.Itoa(target))
-	raw := make([]byte, 2+len(via)+1)
-	binary.NativeEndian.PutUint16(raw, unix.AF_UNIX)
-	copy(raw[2:], via)
-	return g.rawConnect(sock, raw)
+	c.addr = make([]byte, 2+len(via)+1)
+	binary.NativeEndian.PutUint16(c.addr, unix.AF_UNIX)
+	copy(c.addr[2:], via)
+	return 0
 }
 
 // resolve looks up path as the calling thread would (from its working
