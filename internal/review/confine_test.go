@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -27,33 +25,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newConfiner returns a process.Manager's Confine, with this test binary
-// as the program that confines itself. Built with -race, that program would
-// sleep a second as it exits (the race runtime's atexit_sleep_ms), once per
-// Git invocation: the environment the runner built for it says not to.
-func newConfiner(t testing.TB) Confiner {
-	t.Helper()
-	if !sandbox.Probe().Available() {
-		t.Skip("no Landlock on this kernel")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := process.New(process.Options{SupervisorPath: exe, IdleSupervisors: -1, DisableCgroup: true,
-		SpoolDir: t.TempDir(), Sandbox: process.SandboxOptions{ScratchDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Shutdown(t.Context()) })
-	if m.Sandbox().Mode != process.SandboxLandlock {
-		t.Fatalf("sandbox %+v", m.Sandbox())
-	}
-	return func(cmd *exec.Cmd, p sandbox.Policy) error {
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-		return m.Confine(cmd, p)
-	}
-}
+// newConfiner returns a process.Manager's Confine (testutil.Confiner).
+func newConfiner(t testing.TB) Confiner { return testutil.Confiner(t) }
 
 // TestConfinedGitRunsRepositoryCodeConfined: a filter the repository
 // configures after the check (a command can write .git/config while a

@@ -27,33 +27,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newConfiner returns a process.Manager's Confine, with this test binary
-// as the program that confines itself. Built with -race, that program would
-// sleep a second as it exits (the race runtime's atexit_sleep_ms), once per
-// Git invocation: the environment the runner built for it says not to.
-func newConfiner(t *testing.T) review.Confiner {
-	t.Helper()
-	if !sandbox.Probe().Available() {
-		t.Skip("no Landlock on this kernel")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := process.New(process.Options{SupervisorPath: exe, IdleSupervisors: -1, DisableCgroup: true,
-		SpoolDir: t.TempDir(), Sandbox: process.SandboxOptions{ScratchDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Shutdown(t.Context()) })
-	if m.Sandbox().Mode != process.SandboxLandlock {
-		t.Fatalf("sandbox %+v", m.Sandbox())
-	}
-	return func(cmd *exec.Cmd, p sandbox.Policy) error {
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-		return m.Confine(cmd, p)
-	}
-}
+// newConfiner returns a process.Manager's Confine (testutil.Confiner).
+func newConfiner(t *testing.T) review.Confiner { return testutil.Confiner(t) }
 
 // TestConfinedGitWritesNoHooksOrConfig: a filter that slips past the
 // checks (planted by a concurrent command right before the invocation that
