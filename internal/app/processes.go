@@ -138,7 +138,11 @@ func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(str
 		} else {
 			warn("pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=%s); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)", st.UnixSockets)
 		}
-		ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands (ipc=%s)", st.IPC)
+		if st.IPC == process.IPCNamespace {
+			ok("each command has user, mount and IPC namespaces of its own: private /tmp and /dev/shm, SysV IPC and POSIX message queues of its own; keyrings, further namespaces and io_uring are refused (ipc=namespace)")
+		} else {
+			ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=%s: no unprivileged user namespaces here)", st.IPC)
+		}
 		if st.DenyNetwork {
 			ok("commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)")
 		} else {

@@ -38,16 +38,18 @@ func TestCommandSandboxMetric(t *testing.T) {
 	abi := func(n int) func() sandbox.Status {
 		return func() sandbox.Status { return sandbox.Status{ABI: n, Reason: "Landlock ABI " + strconv.Itoa(n)} }
 	}
+	// The IPC tier is the machine's (unprivileged user namespaces).
+	ipc := map[bool]string{true: "namespace", false: "refused"}[sandbox.NamespacesAvailable()]
 	for _, tt := range []struct {
 		name  string
 		probe func() sandbox.Status
 		env   map[string]string
 		want  string
 	}{
-		{"landlock", abi(7), nil, `{abi="7",ipc="refused",mode="landlock",network="allow",scoped="true",unix_sockets="gate"} 1`},
-		{"unscoped abi", abi(5), nil, `{abi="5",ipc="refused",mode="landlock",network="allow",scoped="false",unix_sockets="gate"} 1`},
-		{"network deny", abi(6), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="6",ipc="refused",mode="landlock",network="deny",scoped="true",unix_sockets="gate"} 1`},
-		{"network deny without Landlock TCP rules", abi(3), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="3",ipc="refused",mode="landlock",network="deny",scoped="false",unix_sockets="gate"} 1`},
+		{"landlock", abi(7), nil, `{abi="7",ipc="` + ipc + `",mode="landlock",network="allow",scoped="true",unix_sockets="gate"} 1`},
+		{"unscoped abi", abi(5), nil, `{abi="5",ipc="` + ipc + `",mode="landlock",network="allow",scoped="false",unix_sockets="gate"} 1`},
+		{"network deny", abi(6), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="6",ipc="` + ipc + `",mode="landlock",network="deny",scoped="true",unix_sockets="gate"} 1`},
+		{"network deny without Landlock TCP rules", abi(3), map[string]string{"DEVSPACE_COMMAND_NETWORK": "deny"}, `{abi="3",ipc="` + ipc + `",mode="landlock",network="deny",scoped="false",unix_sockets="gate"} 1`},
 		{"off", abi(7), map[string]string{"DEVSPACE_COMMAND_SANDBOX": "off"}, `{abi="7",ipc="",mode="off",network="allow",scoped="false",unix_sockets=""} 1`},
 		{"unavailable", func() sandbox.Status { return sandbox.Status{Reason: "forced by the test"} }, nil, `{abi="0",ipc="",mode="unavailable",network="allow",scoped="false",unix_sockets=""} 1`},
 	} {
@@ -64,7 +66,7 @@ func TestCommandSandboxMetric(t *testing.T) {
 			t.Skip("no Landlock on this kernel")
 		}
 		env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
-		want := `devspace_command_sandbox_info{abi="` + strconv.Itoa(st.ABI) + `",ipc="refused",mode="landlock",network="allow",scoped="` +
+		want := `devspace_command_sandbox_info{abi="` + strconv.Itoa(st.ABI) + `",ipc="` + ipc + `",mode="landlock",network="allow",scoped="` +
 			strconv.FormatBool(st.Features().Scoped) + `",unix_sockets="gate"} 1`
 		if diff := cmp.Diff([]string{want}, sandboxInfo(t, env)); diff != "" {
 			t.Errorf("metric (-want +got):\n%s", diff)

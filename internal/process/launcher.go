@@ -173,6 +173,7 @@ func LauncherMain(args []string) int {
 		// processes'.
 		policy.ReadFiles = append(append([]string(nil), policy.ReadFiles...), procSelf()...)
 		policy.Opened = opened
+		policy.HostNamespaces = os.Getenv(launcherHostNSEnv)
 		if spec.TTY {
 			// The command may reopen its own terminal, not another's.
 			if pts, err := os.Readlink("/proc/self/fd/0"); err == nil && filepath.IsAbs(pts) {
@@ -264,6 +265,10 @@ func assigned() bool {
 	return err == nil && n > 0
 }
 
+// launcherHostNSEnv carries the supervisor's sandbox.NamespaceIDs to a
+// launcher started in namespaces of its own.
+const launcherHostNSEnv = "DEVSPACE_LAUNCHER_HOST_NS"
+
 // launcherParentEnv carries the supervisor's PID to its launcher (only
 // to the launcher: the command's environment is the spec's).
 const launcherParentEnv = "DEVSPACE_LAUNCHER_PARENT"
@@ -347,7 +352,7 @@ type launcherProc struct {
 // filter, an older kernel), the launcher is started outside and moved in,
 // which waits for an RCU grace period; either way before the command is
 // known. A launcher that cannot be placed runs without a cgroup.
-func startLauncher(cgroup string) (*launcherProc, error) {
+func startLauncher(cgroup string, namespaces bool) (*launcherProc, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("launcher socket: %w", err)
@@ -369,6 +374,14 @@ func startLauncher(cgroup string) (*launcherProc, error) {
 		Env:   append([]string{"GOMAXPROCS=1", launcherParentEnv + "=" + strconv.Itoa(os.Getpid())}, os.Environ()...),
 		Files: []uintptr{uintptr(null), uintptr(null), 2, uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	if namespaces {
+		// Its command's private /tmp, /dev/shm and IPC objects: a
+		// launcher that could not be started so fails its command
+		// (sandbox.Restrict compares its namespaces with these), it
+		// never runs it in the host's.
+		sandbox.NamespaceAttr(attr.Sys)
+		attr.Env = append([]string{launcherHostNSEnv + "=" + sandbox.NamespaceIDs()}, attr.Env...)
 	}
 	argv := []string{filepath.Base(exe), LauncherCommand}
 	var pid int

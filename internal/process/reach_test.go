@@ -198,6 +198,10 @@ func TestSandboxReachUnixSockets(t *testing.T) {
 		{"through a symlink in own scratch", `ln -s ` + outside + ` "$TMPDIR/d.sock" && ` + systemPython + ` reach.py unix-connect "$TMPDIR/d.sock"`, false},
 		{"relative, from own scratch", `cd "$TMPDIR" && ln -s ` + outside + ` r.sock && ` + systemPython + ` "$OLDPWD/reach.py" unix-connect r.sock`, false},
 		{"abstract name", "reach.py unix-abstract devspace-test", false},
+		// The Projects lie under /tmp here, so /tmp is not private: a
+		// command that makes its private-/tmp source a symlink to the
+		// /tmp it sees gains nothing.
+		{"private /tmp source swapped for /tmp", `rm -rf "$HOME/.tmp" && ln -s /tmp "$HOME/.tmp" && ` + systemPython + ` reach.py unix-connect ` + outside, false},
 	} {
 		cmd := c.cmd
 		if strings.HasPrefix(cmd, "reach.py") {
@@ -253,12 +257,17 @@ func TestSandboxReachProc(t *testing.T) {
 	}
 }
 
-// TestSandboxReachIPC: SysV IPC, POSIX message queues, keyrings, user
-// namespaces, io_uring, bpf and userfaultfd are refused: their objects
-// are shared by every grant (and the Owner's shell) and outlive the
-// command.
+// TestSandboxReachIPC: without namespaces of its own (a container under
+// its runtime's default seccomp profile) a command gets no SysV IPC, POSIX
+// message queues, keyrings, user namespaces, io_uring, bpf or userfaultfd:
+// their objects are shared by every grant (and the Owner's shell) and
+// outlive the command. Keyrings and the rest stay refused in the namespace
+// tier too (TestSandboxReachNamespaces).
 func TestSandboxReachIPC(t *testing.T) {
-	a := newAppliance(t, Options{})
+	a := newAppliance(t, Options{Sandbox: SandboxOptions{NamespaceProbe: func() bool { return false }}})
+	if got := a.m.Sandbox().IPC; got != IPCRefused {
+		t.Fatalf("ipc %q", got)
+	}
 	reachProbe(t, a.alpha)
 	for _, p := range []string{"shm", "sem", "msg", "mq", "keyring", "io_uring", "bpf", "userfaultfd"} {
 		wantVerdict(t, p, a.probe(t, "execA", a.alpha, p), false)
@@ -267,6 +276,84 @@ func TestSandboxReachIPC(t *testing.T) {
 		if code, out := a.run(t, "execA", a.alpha, false, cmd); code == 0 {
 			t.Errorf("%s worked: %q", cmd, out)
 		}
+	}
+}
+
+// TestSandboxReachNamespaces: where unprivileged user namespaces exist
+// (this host), each command has IPC, mount and user namespaces of its
+// own: SysV IPC works and is private to the command (another grant's
+// command does not see its segment, and it is gone with it), /tmp and
+// /dev/shm are its own (POSIX semaphores, so multiprocessing.Pool, work
+// again), and what the policy refuses besides stays refused.
+func TestSandboxReachNamespaces(t *testing.T) {
+	// Not under /tmp: a private /tmp would hide the Projects, so it is
+	// only made where nothing the command needs lies beneath it.
+	base, err := os.MkdirTemp("/var/tmp", "devspace-ns-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeTree(base) })
+	t.Setenv("TMPDIR", base)
+	a := newAppliance(t, Options{})
+	if got := a.m.Sandbox().IPC; got != IPCNamespace {
+		t.Fatalf("ipc %q: this host has unprivileged user namespaces", got)
+	}
+	reachProbe(t, a.alpha, a.beta)
+	for _, p := range []string{"keyring", "io_uring", "bpf"} {
+		wantVerdict(t, p, a.probe(t, "execA", a.alpha, p), false)
+	}
+	if code, out := a.run(t, "execA", a.alpha, false, "unshare -U true"); code == 0 {
+		t.Errorf("unshare -U worked: %q", out)
+	}
+	hostSHM := func() string { b, _ := os.ReadFile("/proc/sysvipc/shm"); return string(b) }
+	before := hostSHM()
+	// A keyed segment, held by a command of grant A while grant B's
+	// command looks for it.
+	seg := systemPython + ` -c 'import ctypes,time,sys
+libc=ctypes.CDLL(None,use_errno=True)
+r=libc.shmget(0x5eed, 4096, 0o1600 if sys.argv[1]=="make" else 0)
+print("id", r, ctypes.get_errno()); sys.stdout.flush()
+if sys.argv[1]=="make" and r>=0: time.sleep(30)' `
+	holder, err := a.m.Start(context.Background(), "execA", Spec{Shell: true, Command: seg + "make", Dir: a.alpha, Root: a.alpha,
+		Env: BaseEnv(os.Environ()), Timeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(string(holder.Head(100)), "id ") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := string(holder.Head(100)); !strings.HasPrefix(out, "id 0") && !strings.HasPrefix(out, "id 1") {
+		t.Fatalf("a command in its own IPC namespace could not make a segment: %q", out)
+	}
+	if _, out := a.run(t, "execB", a.beta, false, seg+"find"); !strings.Contains(out, "id -1 2") {
+		t.Errorf("grant B's command found A's segment (want ENOENT): %q", out)
+	}
+	if hostSHM() != before {
+		t.Errorf("the command's segment shows in the host's IPC namespace")
+	}
+	_ = holder.Kill("test")
+	waitDone(t, holder, 10*time.Second)
+	// Private /tmp and /dev/shm, and what needs them.
+	marker := "devspace-ns-" + randomToken(4)
+	code, out := a.run(t, "execA", a.alpha, false, "echo x > /tmp/"+marker+" && echo x > /dev/shm/"+marker+" && "+
+		systemPython+` -c 'from multiprocessing import Pool
+with Pool(2) as p: print("pool", sum(p.map(abs, range(10))))'`)
+	if code != 0 || !strings.Contains(out, "pool 45") {
+		t.Errorf("private /tmp, /dev/shm and multiprocessing.Pool: exit %d %q", code, out)
+	}
+	for _, d := range []string{"/tmp", "/dev/shm"} {
+		if _, err := os.Stat(filepath.Join(d, marker)); err == nil {
+			t.Errorf("the command wrote the host's %s", d)
+			_ = os.Remove(filepath.Join(d, marker))
+		}
+	}
+	// Its own Unix sockets in its private /tmp go through the gate.
+	code, out = a.run(t, "execA", a.alpha, false, systemPython+` -c 'import socket
+s=socket.socket(socket.AF_UNIX); s.bind("/tmp/own.sock"); s.listen()
+c=socket.socket(socket.AF_UNIX); c.connect("/tmp/own.sock"); print("connected")'`)
+	if code != 0 || !strings.Contains(out, "connected") {
+		t.Errorf("a Unix socket in the private /tmp: exit %d %q", code, out)
 	}
 }
 
@@ -306,7 +393,7 @@ func TestSandboxReachOrdinaryWork(t *testing.T) {
 // socket but socketpair's: nothing to connect with, so nothing outside
 // the domain either.
 func TestSandboxReachWithoutGate(t *testing.T) {
-	a := newAppliance(t, Options{Sandbox: SandboxOptions{GateProbe: func() bool { return false }}})
+	a := newAppliance(t, Options{Sandbox: SandboxOptions{GateProbe: func() bool { return false }, NamespaceProbe: func() bool { return false }}})
 	if got := a.m.Sandbox().UnixSockets; got != UnixSocketsPairOnly {
 		t.Fatalf("unix sockets %q", got)
 	}

@@ -36,6 +36,9 @@ type SandboxOptions struct {
 	// GateProbe replaces sandbox.GateAvailable; tests use it to try the
 	// socketpair-only tier.
 	GateProbe func() bool
+	// NamespaceProbe replaces sandbox.NamespacesAvailable; tests use it
+	// to try the tier without namespaces.
+	NamespaceProbe func() bool
 }
 
 // SandboxState is what /readyz, doctor, the startup log and the
@@ -61,16 +64,23 @@ type SandboxState struct {
 	// then have socketpair's Unix sockets and no other. "" unless Mode is
 	// "landlock".
 	UnixSockets string
-	// IPC is "refused": SysV IPC, POSIX message queues and keyrings are
-	// refused by the system call policy. "" unless Mode is "landlock".
+	// IPC is "namespace" where each command gets user, mount and IPC
+	// namespaces of its own (sandbox.NamespaceAttr: a host with
+	// unprivileged user namespaces): private /tmp and /dev/shm, and SysV
+	// IPC and POSIX message queues of its own; "refused" elsewhere (a
+	// container under its runtime's default seccomp profile), where the
+	// system call policy refuses them. Keyrings are refused in both. ""
+	// unless Mode is "landlock".
 	IPC string
 }
 
-// How commands reach Unix sockets (SandboxState.UnixSockets).
+// How commands reach Unix sockets (SandboxState.UnixSockets) and IPC
+// (SandboxState.IPC).
 const (
 	UnixSocketsGate     = "gate"
 	UnixSocketsPairOnly = "socketpair_only"
 	IPCRefused          = "refused"
+	IPCNamespace        = "namespace"
 )
 
 // Sandbox modes.
@@ -98,6 +108,13 @@ func SandboxStateOf(o SandboxOptions) SandboxState {
 		st.Mode = SandboxLandlock
 		f := st.Status.Features()
 		st.UnixSockets, st.IPC = UnixSocketsPairOnly, IPCRefused
+		namespaces := o.NamespaceProbe
+		if namespaces == nil {
+			namespaces = sandbox.NamespacesAvailable
+		}
+		if namespaces() {
+			st.IPC = IPCNamespace
+		}
 		gate := o.GateProbe
 		if gate == nil {
 			gate = sandbox.GateAvailable
@@ -160,6 +177,9 @@ func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 		Network:            !m.opts.Sandbox.DenyNetwork,
 		RouteNetlink:       true,
 		GateUnix:           m.sandbox.UnixSockets == UnixSocketsGate,
+	}
+	if m.sandbox.IPC == IPCNamespace {
+		p.PrivateTmp, p.PrivateIPC = scratch, true
 	}
 	if l.readOnly {
 		p.ReadExec = append(p.ReadExec, l.root)

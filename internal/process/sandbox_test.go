@@ -54,11 +54,11 @@ func newAppliance(t *testing.T, opts Options) *appliance {
 func (a *appliance) run(t *testing.T, group, root string, readOnly bool, cmd string) (int, string) {
 	t.Helper()
 	p, err := a.m.Start(context.Background(), group, Spec{Shell: true, Command: cmd, Dir: root, Root: root,
-		ReadOnly: readOnly, Env: BaseEnv(os.Environ()), Timeout: 20 * time.Second})
+		ReadOnly: readOnly, Env: BaseEnv(os.Environ()), Timeout: 90 * time.Second})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	st := waitExit(t, p, 20*time.Second)
+	st := waitExit(t, p, 90*time.Second)
 	waitDone(t, p, 10*time.Second)
 	out := string(p.Head(1 << 20))
 	if st.ExitCode == nil {

@@ -107,7 +107,9 @@ func SupervisorMain(args []string) int {
 	// retried when a command arrives.
 	first := os.Getenv(supervisorCgroupEnv)
 	_ = os.Unsetenv(supervisorCgroupEnv)
-	s.launcher, _ = startLauncher(first)
+	s.namespaces = os.Getenv(supervisorNamespacesEnv) == "1"
+	_ = os.Unsetenv(supervisorNamespacesEnv)
+	s.launcher, _ = startLauncher(first, s.namespaces)
 	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
 		stdin, output, err := s.awaitCommand()
@@ -124,6 +126,10 @@ func SupervisorMain(args []string) int {
 // first command, where its first launcher is started (later ones:
 // supervisorSpec.NextCgroup).
 const supervisorCgroupEnv = "DEVSPACE_SUPERVISOR_CGROUP"
+
+// supervisorNamespacesEnv says that launchers start in namespaces of
+// their own (sandbox.NamespaceAttr; SandboxState.IPC "namespace").
+const supervisorNamespacesEnv = "DEVSPACE_SUPERVISOR_NAMESPACES"
 
 // dropLauncher kills and reaps the idle launcher, so that it does not
 // outlive the supervisor (it would re-parent to the server), and removes
@@ -162,6 +168,7 @@ type supervisor struct {
 	terminated bool
 	wmu        sync.Mutex
 	launcher   *launcherProc // started ahead of the next command; nil if none
+	namespaces bool          // launchers start in namespaces of their own
 
 	// Per command:
 	spec         supervisorSpec
@@ -276,7 +283,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	if err != nil {
 		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
 		if mayReuse && s.launcher == nil {
-			s.launcher, _ = startLauncher(s.spec.NextCgroup)
+			s.launcher, _ = startLauncher(s.spec.NextCgroup, s.namespaces)
 		}
 		return mayReuse
 	}
@@ -378,7 +385,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		// (not while it runs: starting it would delay the exit report):
 		// a Go binary takes milliseconds to start, confining and exec'ing
 		// takes microseconds. It starts in the next command's cgroup.
-		s.launcher, _ = startLauncher(s.spec.NextCgroup)
+		s.launcher, _ = startLauncher(s.spec.NextCgroup, s.namespaces)
 	}
 	return reuse
 }
@@ -398,7 +405,7 @@ func (s *supervisor) spawn(stdin, output int) error {
 		}
 		if l == nil {
 			var err error
-			if l, err = startLauncher(s.spec.Cgroup); err != nil {
+			if l, err = startLauncher(s.spec.Cgroup, s.namespaces); err != nil {
 				return err
 			}
 		}
@@ -410,7 +417,7 @@ func (s *supervisor) spawn(stdin, output int) error {
 				p := s.spec.Sandbox
 				// The command runs already: a Gate that cannot start
 				// leaves its connects failing (ENOSYS), never open.
-				s.gate, _ = sandbox.ServeGate(gate, append(append([]string(nil), p.ReadWrite...), p.ReadWriteNoSymlinks...))
+				s.gate, _ = sandbox.ServeGate(gate, append(append([]string(nil), p.ReadWrite...), p.ReadWriteNoSymlinks...), p.PrivateTmp)
 			}
 			return nil
 		}

@@ -51,6 +51,9 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 	// The supervisor needs nothing from the server's environment (which
 	// may hold secrets); the command's environment travels in the spec.
 	cmd.Env = append([]string{"GOMAXPROCS=1"}, m.opts.SupervisorEnv...)
+	if m.sandbox.IPC == IPCNamespace {
+		cmd.Env = append(cmd.Env, supervisorNamespacesEnv+"=1")
+	}
 	var first string
 	if parent := m.cgroup(); parent != "" {
 		first = newCgroupDir(parent)

@@ -14,6 +14,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,6 +151,17 @@ type Policy struct {
 	// inside a ReadWrite hierarchy (unixgate.go). Without it the only Unix
 	// sockets are socketpair's.
 	GateUnix bool `json:"gate_unix,omitempty"`
+	// PrivateTmp, when set, is the directory whose .tmp and .shm
+	// subdirectories Restrict binds over /tmp and /dev/shm before it
+	// drops its capabilities; the caller must be in a mount and IPC
+	// namespace of its own (NamespaceAttr), which Restrict checks.
+	PrivateTmp string `json:"private_tmp,omitempty"`
+	// PrivateIPC allows SysV IPC and POSIX message queues: only in an
+	// IPC namespace of the program's own (with PrivateTmp).
+	PrivateIPC bool `json:"private_ipc,omitempty"`
+	// HostNamespaces is NamespaceIDs of the process that started the
+	// caller, which PrivateTmp's namespaces must differ from.
+	HostNamespaces string `json:"-"`
 	// Opened holds descriptors of hierarchies opened ahead of time
 	// (Preopen), used for the paths above that follow symlinks instead of
 	// opening them again; nil means none.
@@ -231,6 +244,18 @@ func Restrict(p Policy) (f Features, listener int, err error) {
 	st := Probe()
 	if !st.Available() {
 		return Features{}, -1, fmt.Errorf("%w: %s", ErrUnavailable, st.Reason)
+	}
+	if p.PrivateIPC && p.PrivateTmp == "" {
+		return Features{}, -1, errors.New("a private IPC policy needs PrivateTmp")
+	}
+	if p.PrivateTmp != "" {
+		cwd, _ := os.Getwd()
+		keep := slices.Concat(p.ReadExec, p.ReadExecNoSymlinks, p.ReadWrite, p.ReadWriteNoSymlinks, []string{cwd})
+		mounted, err := privateMounts(p.PrivateTmp, p.HostNamespaces, keep)
+		if err != nil {
+			return Features{}, -1, err
+		}
+		p.ReadWrite = append(slices.Clip(p.ReadWrite), mounted...)
 	}
 	fd, err := Ruleset(st.ABI, p)
 	if err != nil {

@@ -27,7 +27,8 @@ import (
 //   - SysV shared memory, semaphores and message queues, POSIX message
 //     queues (EPERM): their objects live in the IPC namespace, which every
 //     grant shares, are named by guessable keys and outlive the command
-//     (a segment stays pinned after revoke-all).
+//     (a segment stays pinned after revoke-all). Allowed with
+//     Policy.PrivateIPC, where the IPC namespace is the command's own.
 //   - add_key, request_key, keyctl (EPERM): the user and session keyrings
 //     are shared by everything running as the server's user, the Owner's
 //     shell included on a host install.
@@ -119,6 +120,14 @@ var (
 		unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_MOUNT_SETATTR,
 	}
 	refusedENOSYS = []uint32{sysClone3, unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER}
+	// privateIPC are the refusedEPERM calls a program in an IPC namespace
+	// of its own may make (Policy.PrivateIPC): their objects live there.
+	privateIPC = map[uint32]bool{
+		unix.SYS_SHMGET: true, unix.SYS_SHMAT: true, unix.SYS_SHMCTL: true, unix.SYS_SHMDT: true,
+		unix.SYS_SEMGET: true, unix.SYS_SEMOP: true, unix.SYS_SEMCTL: true, unix.SYS_SEMTIMEDOP: true,
+		unix.SYS_MSGGET: true, unix.SYS_MSGSND: true, unix.SYS_MSGRCV: true, unix.SYS_MSGCTL: true,
+		unix.SYS_MQ_OPEN: true, unix.SYS_MQ_UNLINK: true,
+	}
 )
 
 // Socket protocols the filter names.
@@ -147,6 +156,9 @@ func Filter(p Policy) ([]unix.SockFilter, error) {
 		a.jeq(nr, "enosys", "")
 	}
 	for _, nr := range refusedEPERM {
+		if p.PrivateIPC && privateIPC[nr] {
+			continue
+		}
 		a.jeq(nr, "eperm", "")
 	}
 	a.jeq(unix.SYS_CLONE, "clone", "")

@@ -49,10 +49,15 @@ const maxGateInflight = 32
 type Gate struct {
 	listener int
 	allowed  []string
-	wake     int // eventfd that stops the loop
-	slots    chan struct{}
-	loop     sync.WaitGroup // the receive loop
-	handlers sync.WaitGroup
+	// privateTmp is Policy.PrivateTmp; privateOnce adds to allowed the
+	// private /tmp and /dev/shm the tree really has (privateTargets), at
+	// its first connect.
+	privateTmp  string
+	privateOnce sync.Once
+	wake        int // eventfd that stops the loop
+	slots       chan struct{}
+	loop        sync.WaitGroup // the receive loop
+	handlers    sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
@@ -62,15 +67,17 @@ type Gate struct {
 // ServeGate answers the connects of the tree restricted with listener
 // (Restrict's) until Close, or until no process of the tree remains.
 // writable are the domain's ReadWrite hierarchies: a path-named Unix
-// socket is reachable only beneath one of them. It takes ownership of
-// listener.
-func ServeGate(listener int, writable []string) (*Gate, error) {
+// socket is reachable only beneath one of them, or in the private /tmp
+// and /dev/shm that privateTmp (Policy.PrivateTmp, or "") gave it. It
+// takes ownership of listener.
+func ServeGate(listener int, writable []string, privateTmp string) (*Gate, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		unix.Close(listener)
 		return nil, err
 	}
-	g := &Gate{listener: listener, wake: wake, slots: make(chan struct{}, maxGateInflight), inflight: map[int]bool{}}
+	g := &Gate{listener: listener, wake: wake, slots: make(chan struct{}, maxGateInflight), inflight: map[int]bool{},
+		privateTmp: privateTmp}
 	for _, p := range writable {
 		if c, err := filepath.EvalSymlinks(p); err == nil {
 			g.allowed = append(g.allowed, filepath.Clean(c))
@@ -326,6 +333,11 @@ func (g *Gate) resolve(n *seccompNotif, path string) (int, unix.Errno) {
 	defer unix.Close(dir)
 	if !g.valid(n.ID) {
 		return -1, errGone
+	}
+	if g.privateTmp != "" {
+		// The serve loop is the only caller: no other goroutine reads
+		// allowed meanwhile.
+		g.privateOnce.Do(func() { g.allowed = append(g.allowed, privateTargets(proc, g.privateTmp)...) })
 	}
 	obj, err := unix.Openat2(dir, path, &how)
 	if err != nil {
