@@ -508,3 +508,27 @@ func keys[M ~map[string]V, V any](m M) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestChartUnixGate: securityContext.unixGate lists SYS_PTRACE in the
+// containers' capabilities (so that RuntimeDefault allows pidfd_getfd)
+// and changes nothing else of their security context; by default no
+// capability is added (checkRestricted).
+func TestChartUnixGate(t *testing.T) {
+	c := load(t)
+	r, err := render(t, c, "publicBaseURL: https://devspace.example.com\nprojects: [{label: code, existingClaim: code}]\n"+
+		"securityContext: {runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, unixGate: true}\n")
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	server := r.deployments["rel-devspace"]
+	if server == nil {
+		t.Fatalf("no rel-devspace Deployment: %v", keys(r.deployments))
+	}
+	for _, ctr := range server.Spec.Template.Spec.Containers {
+		sc := ctr.SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE"}) ||
+			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("%s: securityContext %+v", ctr.Name, sc)
+		}
+	}
+}

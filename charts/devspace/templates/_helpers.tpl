@@ -75,6 +75,9 @@ readOnlyRootFilesystem: true
 runAsNonRoot: true
 capabilities:
   drop: [ALL]
+  {{- if .Values.securityContext.unixGate }}
+  add: [SYS_PTRACE]
+  {{- end }}
 seccompProfile:
   type: RuntimeDefault
 {{- end }}
