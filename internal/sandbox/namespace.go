@@ -27,7 +27,7 @@ const launcherNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NE
 // namespace of its own, the caller's UID and GID mapped to themselves,
 // with CAP_SYS_ADMIN in that user namespace kept across its exec (an
 // ambient capability: a process that is not root there loses its
-// capabilities at exec otherwise), so that it can mount (PrivateMounts).
+// capabilities at exec otherwise), so that it can mount (Policy.PrivateTmp).
 // Restrict drops it with every other capability.
 func NamespaceAttr(attr *syscall.SysProcAttr) {
 	attr.Cloneflags |= launcherNamespaces
