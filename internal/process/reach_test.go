@@ -334,6 +334,10 @@ if sys.argv[1]=="make" and r>=0: time.sleep(30)' `
 	}
 	_ = holder.Kill("test")
 	waitDone(t, holder, 10*time.Second)
+	// Gone with it: the next command of the same execution finds nothing.
+	if _, out := a.run(t, "execA", a.alpha, false, seg+"find"); !strings.Contains(out, "id -1 2") {
+		t.Errorf("the segment outlived its command: %q", out)
+	}
 	// Private /tmp and /dev/shm, and what needs them.
 	marker := "devspace-ns-" + randomToken(4)
 	code, out := a.run(t, "execA", a.alpha, false, "echo x > /tmp/"+marker+" && echo x > /dev/shm/"+marker+" && "+
