@@ -133,3 +133,34 @@ func TestResumeAcrossGrants(t *testing.T) {
 		t.Fatalf("unknown task: %v", sc)
 	}
 }
+
+// TestSaveProgressRefusesSecrets: save_progress runs the same secret
+// detection as exec_command (docs/errors.md: secret_persistence_blocked),
+// in the title and in the progress, and stores nothing then. The service
+// was built without a detector, so credentials were saved as is.
+func TestSaveProgressRefusesSecrets(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
+	_, tok := env.Grant(apptest.Approval{})
+	cs := connect(t, env, tok.AccessToken, "")
+	if sc, res := callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, session("s")); res.IsError {
+		t.Fatalf("open: %v", sc)
+	}
+	token := "ghp_" + strings.Repeat("a1B2", 9)
+	for i, args := range []map[string]any{
+		{"title": "t", "progress": "deploy with " + token},
+		{"title": "key AKIAABCDEFGHIJKLMNOP", "progress": "p"},
+	} {
+		args["operationId"], args["status"] = "s"+string(rune('0'+i)), "resumable"
+		sc, _ := callTool(t, cs, "save_progress", args, session("s"))
+		if errCode(sc) != "secret_persistence_blocked" || strings.Contains(mustJSON(sc), token) {
+			t.Errorf("save %d: %v", i, sc)
+		}
+	}
+	sc, _ := callTool(t, cs, "list_projects", nil, nil)
+	if n := sc["projects"].([]any)[0].(map[string]any)["resumableTaskCount"]; n != float64(0) {
+		t.Fatalf("a refused save stored something: %v", n)
+	}
+	if sc, _ := callTool(t, cs, "save_progress", map[string]any{"operationId": "ok", "title": "t", "progress": "no credential here", "status": "resumable"}, session("s")); sc["revision"] != float64(1) {
+		t.Fatalf("an ordinary save: %v", sc)
+	}
+}
