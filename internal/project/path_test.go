@@ -74,6 +74,9 @@ func TestIsSensitive(t *testing.T) {
 		"home/.ssh/config": true, "id_ed25519": true, "id_ed25519.pub": false, "gcp-service-account.json": true,
 		".aws/credentials": true, "main.go": false, "README.md": false, ".docker/config.json": true, "config.json": false,
 		"environment.go": false,
+		// Names a case-insensitive filesystem folds onto sensitive ones.
+		".\u017fsh/config": true, ".\u00dfh/config": true, "\u212aubeconfig": true, ".\u0130NV": false, "PROD.\u212aEY": true,
+		".env.\u017fample": false, "caf\u00e9.go": false,
 	} {
 		if got := IsSensitive(p); got != want {
 			t.Errorf("IsSensitive(%q) = %v, want %v", p, got, want)

@@ -3,6 +3,9 @@ package project
 import (
 	"path"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
 )
 
 // IsSensitive reports whether a Project-relative path names a file that
@@ -11,7 +14,7 @@ import (
 // allowSensitive is sent; snapshots never keep them. Matching is by name
 // (case-insensitive) and by the directories .ssh, .aws, .gnupg, .docker.
 func IsSensitive(rel string) bool {
-	lower := strings.ToLower(rel)
+	lower := fold(rel)
 	base := path.Base(lower)
 	for _, dir := range strings.Split(path.Dir(lower), "/") {
 		switch dir {
@@ -44,4 +47,18 @@ func IsSensitive(rel string) bool {
 		return base == "config.json"
 	}
 	return false
+}
+
+// fold returns s under Unicode full case folding, as a case-insensitive
+// filesystem compares names: ".ſsh" (long s), ".ßh" and "\u212Aubeconfig"
+// (Kelvin sign) name .ssh, .ssh and kubeconfig there, which
+// strings.ToLower does not see. ASCII, the common case, is only
+// lowercased.
+func fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return cases.Fold().String(s)
+		}
+	}
+	return strings.ToLower(s)
 }
