@@ -119,7 +119,8 @@ type Result struct {
 // fileState is a path's state when Apply looked at it.
 type fileState struct {
 	exists  bool
-	mode    fs.FileMode
+	mode    fs.FileMode // permission bits
+	special fs.FileMode // set-user-ID, set-group-ID and sticky bits
 	content []byte
 	hash    string
 	// sensitive: the file read is a sensitive one by its real path.
@@ -306,7 +307,8 @@ func openState(root *os.Root, ph string, budget int64) (_ *fileState, _ *os.File
 	if int64(len(content)) > limit {
 		return nil, nil, &FileError{Path: ph, Err: fmt.Errorf("%w: the file grew past the limit", ErrTooLarge)}
 	}
-	return &fileState{exists: true, mode: fi.Mode().Perm(), content: content, hash: HashContent(content),
+	return &fileState{exists: true, mode: fi.Mode().Perm(), special: fi.Mode() & (fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky),
+		content: content, hash: HashContent(content),
 		sensitive: project.IsSensitive(ph) || project.IsSensitive(real)}, f, nil
 }
 

@@ -27,6 +27,12 @@ type FileState struct {
 	// Expect is the content hash ("sha256:…") the file must have now;
 	// "" means it must not exist.
 	Expect string
+	// ExpectMode, with CheckMode, is the permission bits the file must
+	// have now (with Expect set): a mode changed since, or a set-user-ID,
+	// set-group-ID or sticky bit added, is a conflict like changed
+	// content, so that a restore never resets a mode someone else chose.
+	ExpectMode fs.FileMode
+	CheckMode  bool
 	// Content is the exact content to restore (ignored when Absent).
 	Content []byte
 	// Mode holds the permission bits to restore, applied exactly (the
@@ -183,8 +189,12 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 		}
 		total += int64(len(st.content))
 		current[i] = st
-		if s.Expect == "" && st.exists || s.Expect != "" && (!st.exists || !strings.EqualFold(s.Expect, st.hash)) {
+		switch {
+		case s.Expect == "" && st.exists || s.Expect != "" && (!st.exists || !strings.EqualFold(s.Expect, st.hash)):
 			conflicts = append(conflicts, VersionConflict{Path: s.Path, Expected: s.Expect, Actual: st.hash})
+		case s.Expect != "" && s.CheckMode && (st.mode != s.ExpectMode.Perm() || st.special != 0):
+			conflicts = append(conflicts, VersionConflict{Path: s.Path, Expected: fmt.Sprintf("%s mode %04o", s.Expect, s.ExpectMode.Perm()),
+				Actual: fmt.Sprintf("%s mode %04o%s", st.hash, st.mode, specialBits(st.special))})
 		}
 	}
 	if conflicts != nil {
@@ -331,4 +341,18 @@ func changedLines(before, after []byte) (added, removed int) {
 		}
 	}
 	return added, removed
+}
+
+// specialBits names the set-user-ID, set-group-ID and sticky bits of m.
+func specialBits(m fs.FileMode) string {
+	var out string
+	for _, b := range []struct {
+		bit  fs.FileMode
+		name string
+	}{{fs.ModeSetuid, " setuid"}, {fs.ModeSetgid, " setgid"}, {fs.ModeSticky, " sticky"}} {
+		if m&b.bit != 0 {
+			out += b.name
+		}
+	}
+	return out
 }

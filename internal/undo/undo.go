@@ -110,7 +110,8 @@ func Plan(snap *Snapshot, redo bool) ([]patch.FileState, []string, error) {
 		}
 		st := patch.FileState{Path: f.Path}
 		if from != nil {
-			st.Expect = from.Hash
+			// Content and mode: undo never resets a mode changed since.
+			st.Expect, st.ExpectMode, st.CheckMode = from.Hash, from.Mode, true
 		}
 		if to == nil {
 			st.Absent = true

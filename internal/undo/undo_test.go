@@ -239,6 +239,35 @@ func TestUndoConflictAfterExternalEdit(t *testing.T) {
 	}
 }
 
+// TestUndoConflictAfterModeChange: undo refuses a file whose content is
+// still as the patch left it but whose mode someone changed since
+// (another grant's chmod 4755, or 0600): it would silently reset that
+// mode. Content-only comparison restored 0644 over both.
+func TestUndoConflictAfterModeChange(t *testing.T) {
+	for _, mode := range []os.FileMode{0o600, 0o755 | os.ModeSetuid, 0o644 | os.ModeSticky} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := newEnv(t, map[string]testutil.File{"a.txt": {Content: "a\n"}}, Options{})
+			e.apply("op1", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** End Patch", patch.Options{})
+			path := filepath.Join(e.dir, "a.txt")
+			if err := os.Chmod(path, mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.undo("op1", false, patch.Options{})
+			var rc *patch.RestoreConflict
+			if !errors.As(err, &rc) || !cmp.Equal(rc.Paths(), []string{"a.txt"}) {
+				t.Fatalf("undo error = %v, want an undo conflict on a.txt", err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil || fi.Mode() != mode {
+				t.Errorf("mode after the refused undo: %v %v, want %v", fi.Mode(), err, mode)
+			}
+			if b, _ := os.ReadFile(path); string(b) != "A\n" {
+				t.Errorf("content after the refused undo: %q", b)
+			}
+		})
+	}
+}
+
 func TestUndoFaultMidRestoreLeavesTree(t *testing.T) {
 	injected := errors.New("injected fault")
 	for step := 0; step < 4; step++ { // restore a.txt, old/m.txt; remove c/new.txt, dst/m.txt
