@@ -600,11 +600,15 @@ func (c *crashRun) retryRefresh(op *crashOp, first callResult, where string) {
 		c.tok = r.tok
 		c.connect(false)
 	case r.status == http.StatusBadRequest && r.code == "invalid_grant":
-		c.outcomes["token_refresh / lost / rotated (replay revokes the grant)"]++
-		// The grant must really be gone: its access token is refused.
+		// Rotated before the crash: the old pair is spent (its access token
+		// was revoked by the rotation) and presenting the old refresh token
+		// again is refused — a retry within oauth.RefreshRetryWindow keeps
+		// the grant, a replay after it ends it; either way the old access
+		// token must not work.
+		c.outcomes["token_refresh / lost / rotated (the old token refused)"]++
 		if s, err := newSession(context.Background(), c.srv.URL+"/mcp", c.tok.AccessToken, "probe"); err == nil {
 			s.Close()
-			c.violate("replay_did_not_revoke", "%s: the access token still works after a refresh replay", where)
+			c.violate("spent_token_works", "%s: the access token of a rotated pair still works", where)
 		}
 		c.regrant()
 	default:

@@ -17,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
@@ -294,7 +295,9 @@ func TestNoSecretsInLogs(t *testing.T) {
 	tr := env.Token(c, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}})
 	env.Token(c, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {c.RedirectURI}, "code_verifier": {verifier}}) // reuse
 	r2 := env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}})
-	env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}) // replay
+	env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}) // a retry
+	env.Clock.Advance(oauth.RefreshRetryWindow)
+	env.Token(c, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}}) // a replay
 	env.Revoke(c, r2.AccessToken)
 	authJSON, _ := os.ReadFile(filepath.Join(env.StateDir, "auth.json"))
 	var af struct {

@@ -437,6 +437,8 @@ func TestRefreshRules(t *testing.T) {
 		if second.Status != 200 {
 			t.Fatalf("rotation: %+v", second)
 		}
+		// Past the retry window, the same client's replay is a replay.
+		env.Clock.Advance(oauth.RefreshRetryWindow)
 		replay := refresh(c, first.RefreshToken, "")
 		if replay.Status != 400 || replay.Error != "invalid_grant" {
 			t.Fatalf("replay: %+v", replay)
@@ -464,6 +466,68 @@ func TestRefreshRules(t *testing.T) {
 			t.Fatalf("got %+v", tr)
 		}
 	})
+	t.Run("a retry within the window keeps the grant", func(t *testing.T) {
+		// Two refreshes at once (the loser is a retry of the winner), and a
+		// retry after a lost answer: plain invalid_grant, the grant and the
+		// pair the winner got keep working.
+		c, first := env.Grant(apptest.Approval{})
+		results := make(chan apptest.TokenResponse, 2)
+		for range 2 {
+			go func() { results <- refresh(c, first.RefreshToken, "") }()
+		}
+		a, b := <-results, <-results
+		if a.Status != 200 && b.Status != 200 {
+			t.Fatalf("neither concurrent refresh succeeded: %+v %+v", a, b)
+		}
+		won := a
+		if a.Status != 200 {
+			won = b
+		} else if b.Status == 200 {
+			t.Fatalf("both concurrent refreshes succeeded")
+		}
+		env.Clock.Advance(oauth.RefreshRetryWindow / 2)
+		if retry := refresh(c, first.RefreshToken, ""); retry.Status != 400 || retry.Error != "invalid_grant" {
+			t.Fatalf("retry after a lost answer: %+v", retry)
+		}
+		if _, err := env.App.OAuth().Verify(ctx, won.AccessToken); err != nil {
+			t.Fatalf("the winner's access token after the retries: %v", err)
+		}
+		if next := refresh(c, won.RefreshToken, ""); next.Status != 200 {
+			t.Fatalf("the winner's refresh token after the retries: %+v", next)
+		}
+		events, _ := env.App.RecentAudit(ctx)
+		if !slices.Contains(events, "oauth_refresh_retry") {
+			t.Errorf("no retry audit event in %v", events)
+		}
+	})
+	t.Run("a retry after the successor refreshed is a replay", func(t *testing.T) {
+		c, first := env.Grant(apptest.Approval{})
+		second := refresh(c, first.RefreshToken, "")
+		third := refresh(c, second.RefreshToken, "")
+		if second.Status != 200 || third.Status != 200 {
+			t.Fatalf("rotations: %+v %+v", second, third)
+		}
+		if replay := refresh(c, first.RefreshToken, ""); replay.Status != 400 {
+			t.Fatalf("replay: %+v", replay)
+		}
+		if _, err := env.App.OAuth().Verify(ctx, third.AccessToken); !errors.Is(err, oauth.ErrTokenRevoked) {
+			t.Fatalf("the grant survived a replay of a token two rotations back: %v", err)
+		}
+	})
+	t.Run("a used token from another client is a replay", func(t *testing.T) {
+		c, first := env.Grant(apptest.Approval{})
+		second := refresh(c, first.RefreshToken, "")
+		if second.Status != 200 {
+			t.Fatalf("rotation: %+v", second)
+		}
+		thief := env.Register("thief", "http://127.0.0.1:9/cb", "client_secret_basic")
+		if tr := refresh(thief, first.RefreshToken, ""); tr.Status != 400 || tr.Error != "invalid_grant" {
+			t.Fatalf("got %+v", tr)
+		}
+		if _, err := env.App.OAuth().Verify(ctx, second.AccessToken); !errors.Is(err, oauth.ErrTokenRevoked) {
+			t.Fatalf("the grant survived another client's replay within the window: %v", err)
+		}
+	})
 	t.Run("another client's refresh token", func(t *testing.T) {
 		_, tok := env.Grant(apptest.Approval{})
 		other := env.Register("thief", "http://127.0.0.1:9/cb", "client_secret_basic")
@@ -482,22 +546,30 @@ func TestRefreshRules(t *testing.T) {
 			t.Fatalf("narrowing: %+v", tr)
 		}
 	})
-	t.Run("concurrent refreshes: at most one succeeds", func(t *testing.T) {
+	t.Run("concurrent refreshes: at most one succeeds, the grant stays", func(t *testing.T) {
 		c, tok := env.Grant(apptest.Approval{})
 		var wg sync.WaitGroup
 		var ok atomic.Int32
+		var won atomic.Value
 		for range 20 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if refresh(c, tok.RefreshToken, "").Status == 200 {
+				if tr := refresh(c, tok.RefreshToken, ""); tr.Status == 200 {
 					ok.Add(1)
+					won.Store(tr)
 				}
 			}()
 		}
 		wg.Wait()
 		if ok.Load() > 1 {
 			t.Fatalf("%d concurrent refreshes succeeded", ok.Load())
+		}
+		// The losers were retries within the window: the winner's pair works.
+		if w, _ := won.Load().(apptest.TokenResponse); ok.Load() == 1 {
+			if _, err := env.App.OAuth().Verify(ctx, w.AccessToken); err != nil {
+				t.Fatalf("the winner's access token: %v", err)
+			}
 		}
 	})
 }

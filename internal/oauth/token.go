@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	oauth2 "github.com/go-oauth2/oauth2/v4"
 
@@ -233,11 +234,16 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 	// The library does not bind the refresh token to the client; we do.
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_refresh_client_mismatch", row.GrantID, client.ID, nil)
+		if row.RefreshConsumedAt != nil {
+			// A used token replayed by anyone else: the reuse detection of
+			// RFC 9700 holds, whatever the retry window.
+			s.refreshReplayed(ctx, row)
+			return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
+		}
 		return nil, oauthErr("invalid_grant", "the refresh token was not issued to this client")
 	}
 	if row.RefreshConsumedAt != nil {
-		s.refreshReplayed(ctx, row)
-		return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
+		return nil, s.refreshReused(ctx, row)
 	}
 	if row.RevokedAt != nil || (row.RefreshExpiresAt != nil && !s.now().Before(*row.RefreshExpiresAt)) {
 		return nil, oauthErr("invalid_grant", "the refresh token is expired or revoked")
@@ -262,15 +268,40 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 		&oauth2.TokenGenerateRequest{ClientID: client.ID, Refresh: rt, Scope: strings.Join(requested, " "), Request: r})
 	switch {
 	case errors.Is(err, store.ErrConsumed):
-		// Lost a race with a concurrent use of the same token: that is a
-		// replay as far as we can tell, so the grant ends.
-		s.refreshReplayed(ctx, row)
-		return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
+		// Lost a race with a concurrent use of the same token: a client
+		// retrying, or a replay.
+		now := s.now()
+		row.RefreshConsumedAt = &now
+		return nil, s.refreshReused(ctx, row)
 	case err != nil:
 		return nil, s.tokenFailure(r, err)
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("refresh_token").Inc()
 	return ti, nil
+}
+
+// RefreshRetryWindow is how long after a refresh token was used its own
+// client may present it again without losing the grant (docs/design.md
+// §4): a client retrying a refresh whose answer it lost, or two
+// refreshes sent at once.
+const RefreshRetryWindow = 30 * time.Second
+
+// refreshReused answers a refresh token that was used already, by its own
+// client (the caller checked). Within RefreshRetryWindow of that use, and
+// while the pair it was exchanged for has not refreshed in turn, it is a
+// retry: a plain invalid_grant, the grant and the pair already issued
+// stay (RFC 9700 §4.14.2 lets a server tolerate such retries; a thief
+// presenting it in that window gains nothing either). Otherwise it is a
+// replay: the grant ends.
+func (s *Server) refreshReused(ctx context.Context, row *store.Token) *oauthError {
+	if s.now().Sub(*row.RefreshConsumedAt) < RefreshRetryWindow {
+		if used, err := s.opts.Store.SuccessorUsed(ctx, row.ID); err == nil && !used {
+			s.audit(ctx, "oauth_refresh_retry", row.GrantID, row.ClientID, nil)
+			return oauthErr("invalid_grant", "the refresh token was used moments ago; use the tokens that refresh returned")
+		}
+	}
+	s.refreshReplayed(ctx, row)
+	return oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
 }
 
 // refreshReplayed revokes the grant a consumed refresh token belongs to,

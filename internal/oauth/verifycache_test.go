@@ -131,6 +131,8 @@ func TestVerifyCacheNeverServesRevoked(t *testing.T) {
 				t.Fatalf("refresh: %+v", next)
 			}
 			r.cached(next.AccessToken)
+			// Past the retry window: a replay, not a retry.
+			r.clock.Advance(RefreshRetryWindow)
 			if replay := r.refresh(tok.RefreshToken); replay.Status == http.StatusOK {
 				t.Fatalf("replay accepted: %+v", replay)
 			}

@@ -190,6 +190,17 @@ func (s *Store) TokenByRefreshHash(ctx context.Context, hash string) (*Token, er
 	return s.tokenBy(ctx, "refresh_hash", hash)
 }
 
+// SuccessorUsed reports whether the pair that replaced token id (the row
+// whose ParentID is id) has had its own refresh token used since.
+func (s *Store) SuccessorUsed(ctx context.Context, id int64) (bool, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&tokenRow{}).Where("parent_id = ? AND refresh_consumed_at IS NOT NULL", id).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("successor of token: %w", err)
+	}
+	return n > 0, nil
+}
+
 // RevokeAccessToken revokes the access token with that hash, and only it
 // (the refresh token of the same issuance stays usable), if it belongs to
 // clientID. It reports whether a row matched.
