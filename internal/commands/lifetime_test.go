@@ -262,3 +262,29 @@ func describeProcs(pids []int) []string {
 	}
 	return out
 }
+
+// TestReadOnlyCommandHoldsNoPatchBack (issue 31): a grant without
+// project:write runs long readOnly commands; a patch of another grant on
+// the same Project still commits at once. A workspaceWrite command holds
+// the patch back, as before (the control).
+func TestReadOnlyCommandHoldsNoPatchBack(t *testing.T) {
+	r := newRig(t)
+	for _, tc := range []struct {
+		sandbox string
+		blocks  bool
+	}{{commands.SandboxReadOnly, false}, {commands.SandboxWorkspaceWrite, true}} {
+		exec := "exe_" + tc.sandbox
+		if _, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(exec), Project: r.proj,
+			Command: commands.Command{OperationID: "long", Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: tc.sandbox}); err != nil {
+			t.Fatalf("%s: %v", tc.sandbox, err)
+		}
+		lease, err := r.locks.Acquire(context.Background(), r.proj.Path, rootlock.Patch, 300*time.Millisecond)
+		if tc.blocks != (err != nil) {
+			t.Errorf("%s command running: patch lease %v, want held back %v", tc.sandbox, err, tc.blocks)
+		}
+		if err == nil {
+			lease.Release()
+		}
+		r.svc.CloseExecutions(context.Background(), []string{exec}, "test")
+	}
+}

@@ -146,7 +146,12 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	if s.table.aliveInProject(proj.Ref) >= MaxPerProject {
 		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, process.ErrTooMany)
 	}
-	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, rootlock.Command, lockWait)
+	// A command that cannot write the Project holds no patch back.
+	leaseMode := rootlock.Command
+	if req.Sandbox == SandboxReadOnly {
+		leaseMode = rootlock.ReadOnlyCommand
+	}
+	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, leaseMode, lockWait)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 	}

@@ -5,12 +5,20 @@
 //   - Command: held by exec_command from spawn until the command's whole
 //     process tree has exited. Shares with Read and other Commands (a
 //     Project may run several commands at once), excludes Patch.
-//   - Patch: apply_patch and undo, for their commit. Excludes everything.
+//   - ReadOnlyCommand: a command that cannot write the Project (sandbox
+//     readOnly). Shares with everything, Patch included: nothing it does
+//     can conflict with a patch, so a grant without project:write cannot
+//     hold patches back for a command's whole run (up to 6 h).
+//   - Patch: apply_patch and undo, for their commit. Excludes everything
+//     but ReadOnlyCommand.
 //
-// Waiters are served strictly in arrival order, so a stream of readers
-// cannot starve a patch. A wait that outlasts its timeout returns ErrBusy
-// (the tool error project_busy). See docs/decisions.md for why running
-// commands do not block readers.
+// Waiters are served in arrival order, so a stream of readers cannot
+// starve a patch, with two exceptions that starve nobody: a
+// ReadOnlyCommand never waits, and while a waiting patch is held back by a
+// running command (which may run for hours), reads behind it go ahead of
+// it (once no command holds it back, order is strict again). A wait that
+// outlasts its timeout returns ErrBusy (the tool error project_busy). See
+// docs/decisions.md for why running commands do not block readers.
 package rootlock
 
 import (
@@ -39,13 +47,17 @@ const (
 	Read Mode = iota
 	Command
 	Patch
+	ReadOnlyCommand
 )
 
 func (m Mode) String() string {
-	return [...]string{"read", "command", "patch"}[m]
+	return [...]string{"read", "command", "patch", "read_only_command"}[m]
 }
 
 func compatible(a, b Mode) bool {
+	if a == ReadOnlyCommand || b == ReadOnlyCommand {
+		return true
+	}
 	if a == Patch || b == Patch {
 		return false
 	}
@@ -132,7 +144,10 @@ func (l *Locks) Acquire(ctx context.Context, key string, mode Mode, timeout time
 
 // grantLocked grants waiters from the head of the queue while they are
 // compatible with what is held; it stops at the first that is not, which
-// keeps the order fair.
+// keeps the order fair. Behind that one, it grants every ReadOnlyCommand
+// (compatible with everything, it delays no one) and, while the blocked
+// head is a Patch held back by a running command, every Read (reads are
+// short; the patch waits for the command anyway).
 func (l *Locks) grantLocked(key string, r *root) {
 	for len(r.waiters) > 0 {
 		w := r.waiters[0]
@@ -140,19 +155,41 @@ func (l *Locks) grantLocked(key string, r *root) {
 			r.waiters = r.waiters[1:]
 			continue
 		}
-		for m, n := range r.held {
-			if n > 0 && !compatible(m, w.mode) {
-				return
-			}
+		if !r.admits(w.mode) {
+			break
 		}
-		r.held[w.mode]++
-		w.done = true
-		close(w.ready)
+		r.grant(w)
 		r.waiters = r.waiters[1:]
 	}
-	if len(r.waiters) == 0 && r.held[Read]+r.held[Command]+r.held[Patch] == 0 {
+	if len(r.waiters) > 0 {
+		readsPass := r.waiters[0].mode == Patch && r.held[Command] > 0
+		for _, w := range r.waiters[1:] {
+			if !w.done && (w.mode == ReadOnlyCommand || readsPass && w.mode == Read) && r.admits(w.mode) {
+				r.grant(w)
+			}
+		}
+	}
+	if len(r.waiters) == 0 && r.held[Read]+r.held[Command]+r.held[Patch]+r.held[ReadOnlyCommand] == 0 {
 		delete(l.roots, key)
 	}
+}
+
+// admits reports whether mode is compatible with every lease held.
+func (r *root) admits(mode Mode) bool {
+	for m, n := range r.held {
+		if n > 0 && !compatible(m, mode) {
+			return false
+		}
+	}
+	return true
+}
+
+// grant hands w its lease; it stays in the queue, done, until it reaches
+// the head.
+func (r *root) grant(w *waiter) {
+	r.held[w.mode]++
+	w.done = true
+	close(w.ready)
 }
 
 // Holding reports how many leases of mode are held on key (for tests,

@@ -105,3 +105,63 @@ func TestAbandonedWaiterDoesNotBlock(t *testing.T) {
 	}
 	p.Release()
 }
+
+// TestReadOnlyCommandHoldsNoPatchBack (issue 31): a command that cannot
+// write the Project shares with a patch, both ways, and never queues.
+func TestReadOnlyCommandHoldsNoPatchBack(t *testing.T) {
+	ctx := context.Background()
+	l := New()
+	ro, err := l.Acquire(ctx, "k", ReadOnlyCommand, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := l.Acquire(ctx, "k", Patch, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("a patch waited for a read-only command: %v", err)
+	}
+	// Behind a waiting patch (held back by a writing command) a
+	// read-only command starts at once too.
+	p.Release()
+	c, _ := l.Acquire(ctx, "k", Command, time.Second)
+	go func() { _, _ = l.Acquire(ctx, "k", Patch, 2*time.Second) }()
+	time.Sleep(20 * time.Millisecond)
+	ro2, err := l.Acquire(ctx, "k", ReadOnlyCommand, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("a read-only command queued behind a patch: %v", err)
+	}
+	ro.Release()
+	ro2.Release()
+	c.Release()
+}
+
+// TestReadsPassAPatchHeldBackByACommand (issue 31): a patch waiting for a
+// long command does not hold reads back behind it; once no command holds
+// it back, reads queue behind it again (no starvation).
+func TestReadsPassAPatchHeldBackByACommand(t *testing.T) {
+	ctx := context.Background()
+	l := New()
+	c, _ := l.Acquire(ctx, "k", Command, time.Second)
+	patched := make(chan error, 1)
+	go func() {
+		p, err := l.Acquire(ctx, "k", Patch, 5*time.Second)
+		if err == nil {
+			p.Release()
+		}
+		patched <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	r, err := l.Acquire(ctx, "k", Read, 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("a read waited behind a patch held back by a command: %v", err)
+	}
+	// The command ends; the read still holds the patch back, and a new
+	// read now waits behind the patch.
+	c.Release()
+	if _, err := l.Acquire(ctx, "k", Read, 50*time.Millisecond); err != ErrBusy {
+		t.Fatalf("a read overtook a patch held back only by reads: %v", err)
+	}
+	r.Release()
+	if err := <-patched; err != nil {
+		t.Fatalf("the patch: %v", err)
+	}
+}
