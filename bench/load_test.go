@@ -137,7 +137,7 @@ func (w *worker) step(ctx context.Context) (string, string, error) {
 
 // expectedCodes are tool errors a correct server may give under this
 // load: lock contention past the 8 s wait, and live-process limits.
-var expectedCodes = map[string]bool{"project_busy": true, "process_limit": true}
+var expectedCodes = map[string]bool{"project_busy": true, "process_limit": true, "process_slots_busy": true}
 
 type loadReport struct {
 	Started     time.Time            `json:"started"`

@@ -42,6 +42,13 @@ var (
 	ErrWorkingDirMissing = errors.New("working directory does not exist")
 	// ErrWorkingDirNotDir: the working directory is not a directory.
 	ErrWorkingDirNotDir = errors.New("working directory is not a directory")
+	// ErrGrantShare: the caller's grant already runs its share of the
+	// command slots (MaxPerGrantPerProject, MaxPerGrant); its own
+	// commands must end first.
+	ErrGrantShare = errors.New("the grant's share of command slots is in use")
+	// ErrSlotsBusy: the slots are taken by several grants' commands
+	// (MaxPerProject, or the server's); a retry later may start.
+	ErrSlotsBusy = errors.New("command slots busy")
 )
 
 // Limits of the process tools (docs/design.md §9).
@@ -50,6 +57,13 @@ const (
 	// grants (docs/design.md §7); the process manager bounds them per
 	// execution and in all.
 	MaxPerProject = 8
+	// MaxPerGrantPerProject is one grant's share of a Project's slots: a
+	// grant never takes them all, so another grant approved for the same
+	// Project can always start a command (issue 31).
+	MaxPerGrantPerProject = MaxPerProject / 2
+	// MaxPerGrant is one grant's share of the server's slots
+	// (process.DefaultMaxLive), across its Projects.
+	MaxPerGrant = process.DefaultMaxLive / 2
 	// StdinMax bounds the input written at start or in one write.
 	StdinMax = 1 << 20
 	// OutputPageDefault and OutputPageMax bound a page of output.

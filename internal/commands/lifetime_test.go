@@ -3,11 +3,13 @@ package commands_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +288,79 @@ func TestReadOnlyCommandHoldsNoPatchBack(t *testing.T) {
 			lease.Release()
 		}
 		r.svc.CloseExecutions(context.Background(), []string{exec}, "test")
+	}
+}
+
+// TestSlotShares (issue 31): one grant never takes every command slot of
+// a Project or of the server, also when its starts arrive at once;
+// another grant on the same Project can always start one. Slots taken by
+// several grants are ErrSlotsBusy (retryable), a grant's own share
+// ErrGrantShare.
+func TestSlotShares(t *testing.T) {
+	r := newRig(t)
+	start := func(grant, exec, projectRef, op string) error {
+		p := r.proj
+		p.Ref = projectRef
+		_, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: commands.Owner{GrantID: grant, ExecutionID: exec, SessionRef: "s"},
+			Project: p, Command: commands.Command{OperationID: op, Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: commands.SandboxReadOnly})
+		return err
+	}
+	// Ten starts of grant A on one Project at once: its share, no more.
+	var wg sync.WaitGroup
+	var started, share atomic.Int32
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := start("grt_a", fmt.Sprintf("exe_a%d", i%2), "prj_1", fmt.Sprintf("a%d", i)); {
+			case err == nil:
+				started.Add(1)
+			case errors.Is(err, commands.ErrGrantShare):
+				share.Add(1)
+			default:
+				t.Errorf("start: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if started.Load() != commands.MaxPerGrantPerProject || share.Load() != 10-commands.MaxPerGrantPerProject {
+		t.Fatalf("grant A: %d started, %d refused for its share; want %d", started.Load(), share.Load(), commands.MaxPerGrantPerProject)
+	}
+	// Each start waits up to startWait for its command: start them at once.
+	together := func(n int, f func(i int) error) []error {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = f(i) }()
+		}
+		wg.Wait()
+		return errs
+	}
+	// Grant B on the same Project still starts; a third grant finds the
+	// Project's slots taken by A and B: busy, not its own share.
+	for i, err := range together(commands.MaxPerGrantPerProject, func(i int) error { return start("grt_b", "exe_b", "prj_1", fmt.Sprintf("b%d", i)) }) {
+		if err != nil {
+			t.Fatalf("grant B's command %d beside A's: %v", i, err)
+		}
+	}
+	if err := start("grt_c", "exe_c", "prj_1", "c"); !errors.Is(err, commands.ErrSlotsBusy) {
+		t.Errorf("grant C on a Project full of A's and B's commands: %v, want ErrSlotsBusy", err)
+	}
+	// The server's share: grant A across Projects stops at MaxPerGrant.
+	more := commands.MaxPerGrant - commands.MaxPerGrantPerProject
+	for i, err := range together(more, func(i int) error {
+		p := 2 + i/commands.MaxPerGrantPerProject
+		return start("grt_a", fmt.Sprintf("exe_a_p%d", p), fmt.Sprintf("prj_%d", p), fmt.Sprintf("a_more%d", i))
+	}) {
+		if err != nil {
+			t.Fatalf("grant A's command %d within its server share: %v", i, err)
+		}
+	}
+	if err := start("grt_a", "exe_a_p9", "prj_9", "a_past"); !errors.Is(err, commands.ErrGrantShare) {
+		t.Errorf("grant A past its server share: %v, want ErrGrantShare", err)
+	}
+	if err := start("grt_d", "exe_d", "prj_9", "d"); err != nil {
+		t.Errorf("grant D while A holds its server share: %v", err)
 	}
 }

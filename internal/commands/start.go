@@ -82,8 +82,10 @@ type storedStart struct {
 //
 // Errors: project.ErrPathDenied (a *project.PathError),
 // ErrWorkingDirMissing or ErrWorkingDirNotDir for the working directory;
-// ErrProjectUnavailable; process.ErrTooMany past MaxPerProject or the
-// manager's bounds; rootlock.ErrBusy; process.ErrSpawn,
+// ErrProjectUnavailable; ErrGrantShare past the caller's grant's share of
+// the slots, ErrSlotsBusy when the Project's are taken by several grants,
+// process.ErrTooMany and process.ErrAllBusy past the manager's bounds;
+// rootlock.ErrBusy; process.ErrSpawn,
 // process.ErrSandboxUnavailable, process.ErrClosed from the manager;
 // operation errors. Errors of a command that did not start wrap
 // operation.ErrNotStarted.
@@ -143,9 +145,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 // table. Its errors wrap operation.ErrNotStarted unless the command ran.
 func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
 	proj, cmd := req.Project, req.Command
-	if s.table.aliveInProject(proj.Ref) >= MaxPerProject {
-		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, process.ErrTooMany)
+	release, err := s.table.reserve(req.Owner.GrantID, proj.Ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
 	}
+	defer release()
 	// A command that cannot write the Project holds no patch back.
 	leaseMode := rootlock.Command
 	if req.Sandbox == SandboxReadOnly {

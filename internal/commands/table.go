@@ -64,6 +64,9 @@ type table struct {
 	// of one that finishes starting afterwards is not added (add). Kept
 	// for droppedTTL, longer than any start takes.
 	dropped map[string]time.Time
+	// pending counts slots reserved (reserve) and not yet in byRef, by
+	// Project ref, grant ID and grant ID + NUL + Project ref.
+	pending map[string]int
 }
 
 // droppedTTL is how long add refuses a dropped execution's commands.
@@ -86,17 +89,59 @@ func (t *table) add(e *entry) bool {
 	return true
 }
 
-// aliveInProject counts the Project's commands whose tree is alive.
-func (t *table) aliveInProject(ref string) int {
+// reserve takes a command slot for grant on project, or says which
+// bound stops it: ErrGrantShare when the grant already runs its share of
+// the Project's slots (MaxPerGrantPerProject) or of the server's
+// (MaxPerGrant), ErrSlotsBusy when the Project's slots (MaxPerProject)
+// are taken by several grants' commands. Counting and reserving happen
+// under one lock, so commands started at once cannot pass a bound
+// together. The caller calls release once the command is in the table
+// or failed to start.
+func (t *table) reserve(grant, project string) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
+	inProject, ofGrant, ofGrantInProject := t.pending[project], t.pending[grant], t.pending[grant+"\x00"+project]
 	for _, e := range t.byRef {
-		if e.projectRef == ref && e.p.State().TreeAlive {
-			n++
+		if !e.state().TreeAlive {
+			continue
+		}
+		if e.projectRef == project {
+			inProject++
+		}
+		if e.grantID == grant {
+			ofGrant++
+			if e.projectRef == project {
+				ofGrantInProject++
+			}
 		}
 	}
-	return n
+	switch {
+	case ofGrantInProject >= MaxPerGrantPerProject:
+		return nil, fmt.Errorf("%w: %d of the Project's %d slots (at most %d per grant)", ErrGrantShare, ofGrantInProject, MaxPerProject, MaxPerGrantPerProject)
+	case ofGrant >= MaxPerGrant:
+		return nil, fmt.Errorf("%w: %d of the server's slots (at most %d per grant)", ErrGrantShare, ofGrant, MaxPerGrant)
+	case inProject >= MaxPerProject:
+		return nil, fmt.Errorf("%w: the Project's %d slots are in use", ErrSlotsBusy, MaxPerProject)
+	}
+	if t.pending == nil {
+		t.pending = map[string]int{}
+	}
+	keys := []string{project, grant, grant + "\x00" + project}
+	for _, k := range keys {
+		t.pending[k]++
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			for _, k := range keys {
+				if t.pending[k]--; t.pending[k] == 0 {
+					delete(t.pending, k)
+				}
+			}
+		})
+	}, nil
 }
 
 // lookup returns the entry for a ref only if it belongs to the caller's

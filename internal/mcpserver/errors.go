@@ -166,8 +166,11 @@ func mapError(err error) *ToolError {
 		return notStarted(toolErr("command_spawn_failed", "The command could not be started (is the program installed and executable?)."))
 	case errors.Is(err, process.ErrSandboxUnavailable):
 		return notStarted(toolErr("sandbox_unavailable", "Commands are refused: this server's kernel offers no Landlock sandbox to confine them. The owner can enable Landlock (or, accepting the risk, set DEVSPACE_COMMAND_SANDBOX=off)."))
-	case errors.Is(err, process.ErrTooMany):
-		return toolErr("process_limit", "Too many commands are running (32 in all, 8 per Project); wait for one to finish or interrupt it.", "project_control interrupt")
+	case errors.Is(err, commands.ErrGrantShare), errors.Is(err, process.ErrTooMany):
+		return toolErr("process_limit", fmt.Sprintf("This conversation's commands use their share of the slots (%d per Project and %d in all for its grant, %d per conversation); wait for one to finish or interrupt it.",
+			commands.MaxPerGrantPerProject, commands.MaxPerGrant, process.DefaultMaxPerGroup), "project_control interrupt")
+	case errors.Is(err, commands.ErrSlotsBusy), errors.Is(err, process.ErrAllBusy):
+		return toolErr("process_slots_busy", "Other conversations' commands use every command slot of this Project or server; retry in a while.", "retry exec_command later")
 	case errors.Is(err, process.ErrRevisionConflict):
 		return toolErr("process_revision_conflict", "The command changed since expectedRevision; read its state and retry.", "read_process_output")
 	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):

@@ -228,15 +228,29 @@ func TestProcessCleanupPaths(t *testing.T) {
 	waitGone(t, m4)
 }
 
+// TestProcessLimitPerProject: a Project runs at most 8 commands, and one
+// grant at most 4 of them (issue 31): a grant past its share gets
+// process_limit (its own commands to end), a third grant on a Project
+// full of two grants' commands gets process_slots_busy, retryable.
 func TestProcessLimitPerProject(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
-	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
-	cs := connect(t, env, tok.AccessToken, "")
 	m := marker(t)
-	execute := func(i int) map[string]any {
+	type grant struct {
+		cs   *mcp.ClientSession
+		name string
+	}
+	newGrant := func(name string) grant {
+		_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
+		g := grant{cs: connect(t, env, tok.AccessToken, ""), name: name}
+		for i := range 2 {
+			callTool(t, g.cs, "project_control", map[string]any{"action": "open", "operationId": fmt.Sprint("o", i)}, session(fmt.Sprintf("%s-%d", name, i)))
+		}
+		return g
+	}
+	execute := func(g grant, i int) map[string]any {
 		args := map[string]any{"operationId": fmt.Sprint("l", i), "shell": true, "command": "exec -a " + m + " sleep 1000"}
-		// Two executions on one Project.
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec_command", Arguments: args, Meta: session(fmt.Sprintf("lim-%d", i%2))})
+		// Two executions of the grant on one Project.
+		res, err := g.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec_command", Arguments: args, Meta: session(fmt.Sprintf("%s-%d", g.name, i%2))})
 		if err != nil {
 			return map[string]any{"callError": err.Error()}
 		}
@@ -245,15 +259,17 @@ func TestProcessLimitPerProject(t *testing.T) {
 		json.Unmarshal(b, &sc)
 		return sc
 	}
-	for i := range 2 {
-		callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": fmt.Sprint("o", i)}, session(fmt.Sprintf("lim-%d", i)))
-	}
-	// Eight at once (each waits ~2 s server-side while its command runs),
-	// then the ninth.
+	a, b, c := newGrant("a"), newGrant("b"), newGrant("c")
+	// Four of each of A and B at once (each waits ~2 s server-side while
+	// its command runs).
 	results := make([]map[string]any, 8)
 	var wg sync.WaitGroup
 	for i := range 8 {
-		wg.Go(func() { results[i] = execute(i) })
+		g := a
+		if i >= 4 {
+			g = b
+		}
+		wg.Go(func() { results[i] = execute(g, i) })
 	}
 	wg.Wait()
 	for i, sc := range results {
@@ -261,8 +277,11 @@ func TestProcessLimitPerProject(t *testing.T) {
 			t.Fatalf("command %d: %v", i, sc)
 		}
 	}
-	if sc := execute(8); errCode(sc) != "process_limit" {
-		t.Fatalf("ninth command: %v", sc)
+	if sc := execute(a, 8); errCode(sc) != "process_limit" || sc["error"].(map[string]any)["retryable"] != false {
+		t.Fatalf("grant A's fifth command: %v", sc)
+	}
+	if sc := execute(c, 9); errCode(sc) != "process_slots_busy" || sc["error"].(map[string]any)["retryable"] != true {
+		t.Fatalf("grant C on a Project full of A's and B's commands: %v", sc)
 	}
 	env.Stop()
 	waitGone(t, m)

@@ -16,9 +16,12 @@ var (
 	// Nothing ran: the phase is not_started.
 	ErrSpawn = errors.New("command spawn failed")
 
-	// ErrTooMany means a live-process limit (Options.MaxLive or
-	// Options.MaxPerGroup) is reached. Nothing was started.
+	// ErrTooMany means the group's live-process limit
+	// (Options.MaxPerGroup) is reached. Nothing was started.
 	ErrTooMany = errors.New("too many live processes")
+	// ErrAllBusy means the Manager runs Options.MaxLive trees already,
+	// the commands of every caller together: a later try may start.
+	ErrAllBusy = errors.New("every command slot is in use")
 
 	// ErrSandboxUnavailable means commands must be confined
 	// (SandboxOptions.Off is false) but the kernel offers no Landlock.

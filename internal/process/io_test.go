@@ -154,8 +154,8 @@ func TestLimits(t *testing.T) {
 	if _, err := start("b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := start("c"); !errors.Is(err, ErrTooMany) {
-		t.Errorf("fourth live = %v, want ErrTooMany", err)
+	if _, err := start("c"); !errors.Is(err, ErrAllBusy) {
+		t.Errorf("fourth live = %v, want ErrAllBusy", err)
 	}
 	if err := a1.Kill("close"); err != nil {
 		t.Fatal(err)

@@ -380,7 +380,7 @@ func (m *Manager) Running() int {
 
 // Start runs spec under a new supervisor, counted against group's limit.
 // It returns once the command has started (or failed to): ErrInvalidSpec,
-// ErrSpawn (nothing ran: phase not_started), ErrTooMany, ErrClosed. ctx
+// ErrSpawn (nothing ran: phase not_started), ErrTooMany, ErrAllBusy, ErrClosed. ctx
 // bounds only the start; the process outlives it (until it exits, its
 // Timeout, Kill, KillGroup or Shutdown).
 func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process, error) {
@@ -402,7 +402,7 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 		return nil, ErrGroupClosed
 	case m.live >= m.opts.MaxLive:
 		m.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d running (at most %d)", ErrTooMany, m.live, m.opts.MaxLive)
+		return nil, fmt.Errorf("%w: %d running (at most %d)", ErrAllBusy, m.live, m.opts.MaxLive)
 	case m.perGroup[group] >= m.opts.MaxPerGroup:
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d running in this context (at most %d)", ErrTooMany, m.perGroup[group], m.opts.MaxPerGroup)
