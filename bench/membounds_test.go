@@ -13,12 +13,14 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/mcpserver"
 	"github.com/devspace-dev/devspace/internal/patch"
 )
 
@@ -290,4 +292,76 @@ func TestMemoryBounds(t *testing.T) {
 			}
 		})
 	})
+
+	t.Run("eight concurrent largest bodies from two grants", func(t *testing.T) {
+		// Issue 31: eight concurrent 25 MB bodies from two grants took the
+		// server from 178 to 1,171 MiB. /mcp bodies are now at most
+		// mcpserver.MaxBody, and the budget counts each byte at what
+		// decoding costs: at most 128 MiB of it at once, half per grant.
+		_, tok2 := env.Grant(apptest.Approval{Scopes: allScopes})
+		cs2, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: bearer{tok2.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs2.Close()
+		s2 := &session{cs: cs2, meta: map[string]any{"openai/session": "mem2"}}
+		s2.must(t, "project_control", map[string]any{"action": "open", "operationId": "open2"})
+		raw2 := &rawCaller{url: env.URL + "/mcp", token: tok2.AccessToken, sessionID: cs2.ID(), meta: s2.meta}
+		big := strings.Repeat("x", mcpserver.MaxBody-(64<<10))
+		var bodies [][]byte
+		var callers []*rawCaller
+		for i := range 8 {
+			c := raw
+			if i%2 == 1 {
+				c = raw2
+			}
+			bodies = append(bodies, c.encode("apply_patch", map[string]any{"operationId": fmt.Sprint("big", i), "patch": big}))
+			callers = append(callers, c)
+		}
+		var served, busy atomic.Int32
+		check(t, fmt.Sprintf("8 x %.1f MiB bodies at once", float64(len(bodies[0]))/(1<<20)), 200<<20, func() {
+			var wg sync.WaitGroup
+			for i := range bodies {
+				wg.Go(func() {
+					switch status := callers[i].status(t, bodies[i]); status {
+					case http.StatusOK:
+						served.Add(1)
+					case http.StatusServiceUnavailable:
+						busy.Add(1)
+					default:
+						t.Errorf("body %d: %d", i, status)
+					}
+				})
+			}
+			wg.Wait()
+		})
+		t.Logf("served %d, 503 %d", served.Load(), busy.Load())
+		if served.Load() == 0 {
+			t.Error("no large body was served")
+		}
+		// One past the bound is refused before it is read.
+		if status := raw.status(t, raw.encode("apply_patch", map[string]any{"operationId": "over", "patch": big + strings.Repeat("x", 128<<10)})); status != http.StatusRequestEntityTooLarge {
+			t.Errorf("a body over mcpserver.MaxBody: %d, want 413", status)
+		}
+	})
+}
+
+// status sends body and returns the HTTP status, reading the answer.
+func (c *rawCaller) status(t *testing.T, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sessionID)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := transport.RoundTrip(req)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }

@@ -66,7 +66,8 @@ type Edge struct {
 	// send a whole body and keep an idle connection. Defaults: 10s, 15s,
 	// 2m, 2m.
 	ReadHeaderTimeout, BodyIdleTimeout, BodyTimeout, IdleTimeout time.Duration
-	// MCPBodyBudget bounds the /mcp request-body bytes held in memory at once
+	// MCPBodyBudget bounds the memory /mcp request bodies hold at once,
+	// each body byte counted at what decoding it costs (8x; issue 31)
 	// (DEVSPACE_MCP_BODY_BUDGET). Default: 128 MiB; at least
 	// DEVSPACE_MAX_REQUEST_BODY.
 	MCPBodyBudget int64
@@ -211,7 +212,7 @@ func edgeSettings() []setting {
 		{
 			flag: "mcp-body-budget", env: envMCPBodyBudget, arg: "BYTES",
 			def:   "134217728, i.e. 128MiB",
-			usage: "/mcp request-body bytes held in memory at once, counted as they arrive; a request that cannot get room within 5s gets 503. At least the request-body limit, at most 4GiB.",
+			usage: "Memory /mcp request bodies may hold at once: each body byte counts 8 times (what decoding it costs), as it arrives; a request that cannot get room within 5s gets 503. At least the request-body limit, at most 4GiB.",
 			parse: size(func(c *Config) *int64 { return &c.Edge.MCPBodyBudget }),
 		},
 		{

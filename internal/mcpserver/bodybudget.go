@@ -14,17 +14,27 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Bounds of the in-flight body budget. A request body costs a few times
-// its size in memory until the SDK is done with it, so the bytes of /mcp
-// bodies held at once are bounded. They are counted as they arrive, one
-// bodyChunk ahead of the data, never by the declared length: a client that
-// declares 32 MiB and trickles one byte holds one chunk, not 32 MiB. One
-// grant may hold at most its share, so a single grant cannot starve the
-// others. A request that cannot get room within bodyWait gets 503 with
-// Retry-After.
+// Bounds of the in-flight body budget. A request body costs several times
+// its size in memory until the SDK and the tool are done with it (issue
+// 31 measured eight 25 MB bodies taking the server from 178 to 1,171
+// MiB), so the budget counts memory: each body byte at decodeCost. Bytes
+// are counted as they arrive, one bodyChunk ahead of the data, never by
+// the declared length: a client that declares 8 MiB and trickles one byte
+// holds one chunk. One grant may hold at most its share, so a single grant
+// cannot starve the others. A request that cannot get room within
+// bodyWait gets 503 with Retry-After.
 const (
-	// DefaultBodyBudget is the budget when Options.BodyBudget is zero.
+	// DefaultBodyBudget is the budget, in bytes of memory, when
+	// Options.BodyBudget is zero: 16 MiB of bodies at once.
 	DefaultBodyBudget = 128 << 20
+	// MaxBody bounds one /mcp body, below Options.MaxBodyBytes when that
+	// is larger: no tool takes more than its patch (4 MiB) or stdin (1
+	// MiB) bound, JSON-escaped.
+	MaxBody = 8 << 20
+	// decodeCost is what one body byte costs in memory until the call is
+	// done: the SDK's passes over the body, the decoded arguments, our
+	// strict decode (measured ~8x in issue 31's attack).
+	decodeCost = 8
 	// bodyChunk is how much is reserved ahead of each read.
 	bodyChunk = 64 << 10
 )
@@ -124,15 +134,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 		buf.Grow(int(min(r.ContentLength, bodyChunk)))
 	}
 	err := func() error {
+		if r.ContentLength > s.bodyMax {
+			return &http.MaxBytesError{Limit: s.bodyMax}
+		}
 		for {
+			if int64(buf.Len()) > s.bodyMax {
+				return &http.MaxBytesError{Limit: s.bodyMax}
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
-			err := res.take(ctx, bodyChunk)
+			err := res.take(ctx, bodyChunk*decodeCost)
 			cancel()
 			if err != nil {
 				return err
 			}
 			n, rerr := buf.ReadFrom(&limitedOnce{r: r.Body, n: bodyChunk})
-			res.give(bodyChunk - n)
+			res.give((bodyChunk - n) * decodeCost)
 			switch {
 			case errors.Is(rerr, errChunkFull):
 			case rerr != nil:

@@ -76,13 +76,13 @@ func TestChunkedTrickleDoesNotBlockOtherGrants(t *testing.T) {
 func TestBodyBudgetGrantShare(t *testing.T) {
 	t.Cleanup(mcpserver.SetBodyWait(300 * time.Millisecond))
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{
-		"DEVSPACE_MAX_REQUEST_BODY": "1MiB", "DEVSPACE_MCP_BODY_BUDGET": "4MiB", "DEVSPACE_MCP_BODY_GRANT_SHARE": "2MiB",
+		"DEVSPACE_MAX_REQUEST_BODY": "1MiB", "DEVSPACE_MCP_BODY_BUDGET": "32MiB", "DEVSPACE_MCP_BODY_GRANT_SHARE": "16MiB",
 		"DEVSPACE_HTTP_BODY_IDLE_TIMEOUT": "20s"}})
 	_, hog := env.Grant(apptest.Approval{})
 	_, other := env.Grant(apptest.Approval{})
 	// Each held body costs what arrived plus the chunk reserved ahead of
-	// the next read: 2 × (900 KiB + 64 KiB) fits the 2 MiB share, a third
-	// large body does not.
+	// the next read, at what decoding costs (8x): 2 × 8 × (900 KiB + 64
+	// KiB) fits the 16 MiB share, a third large body does not.
 	for range 2 {
 		holdBody(t, env, hog.AccessToken, false, 1<<20, 900<<10)
 	}

@@ -137,19 +137,22 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
 		review: review.New(review.Options{Withhold: project.IsSensitive, Confine: opts.GitConfine}), search: search.New(search.DefaultLimits())}
 	s.bodyMax = opts.MaxBodyBytes
-	if s.bodyMax <= 0 {
-		s.bodyMax = 32 << 20
+	if s.bodyMax <= 0 || s.bodyMax > MaxBody {
+		s.bodyMax = MaxBody
 	}
+	// The budget and the shares count memory: each body byte at what
+	// decoding it costs (decodeCost), so one grant's share holds a
+	// largest body.
 	budget := opts.BodyBudget
 	if budget <= 0 {
 		budget = DefaultBodyBudget
 	}
-	budget = max(budget, s.bodyMax)
+	budget = max(budget, s.bodyMax*decodeCost)
 	share := opts.BodyGrantShare
 	if share <= 0 {
-		share = max(budget/2, s.bodyMax)
+		share = budget / 2
 	}
-	s.bodies = newBodyBudget(budget, max(share, s.bodyMax))
+	s.bodies = newBodyBudget(budget, max(share, s.bodyMax*decodeCost))
 	idle := opts.SessionIdleTimeout
 	if idle <= 0 {
 		idle = DefaultSessionIdleTimeout
