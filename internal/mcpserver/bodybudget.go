@@ -138,9 +138,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 			return &http.MaxBytesError{Limit: s.bodyMax}
 		}
 		for {
-			if int64(buf.Len()) > s.bodyMax {
-				return &http.MaxBytesError{Limit: s.bodyMax}
-			}
 			ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
 			err := res.take(ctx, bodyChunk*decodeCost)
 			cancel()
@@ -150,6 +147,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 			n, rerr := buf.ReadFrom(&limitedOnce{r: r.Body, n: bodyChunk})
 			res.give((bodyChunk - n) * decodeCost)
 			switch {
+			case int64(buf.Len()) > s.bodyMax:
+				return &http.MaxBytesError{Limit: s.bodyMax}
 			case errors.Is(rerr, errChunkFull):
 			case rerr != nil:
 				return rerr

@@ -110,3 +110,25 @@ func TestBodyBudgetGrantShare(t *testing.T) {
 		t.Fatalf("other grant's large request: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestBodyOverMaxChunked: a /mcp body over MaxBody sent without a
+// declared length (chunked) is refused as it crosses the bound, not
+// accepted up to a chunk past it.
+func TestBodyOverMaxChunked(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	_, tok := env.Grant(apptest.Approval{})
+	body := io.MultiReader(strings.NewReader(initBody[:len(initBody)-1]+`,"pad":"`), strings.NewReader(strings.Repeat("x", mcpserver.MaxBody)), strings.NewReader(`"}`))
+	req, _ := http.NewRequest(http.MethodPost, env.URL+"/mcp", io.NopCloser(body))
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a chunked body of %d bytes: %d, want 413", mcpserver.MaxBody+len(initBody)+8, resp.StatusCode)
+	}
+}

@@ -141,18 +141,21 @@ func New(opts Options) *Server {
 		s.bodyMax = MaxBody
 	}
 	// The budget and the shares count memory: each body byte at what
-	// decoding it costs (decodeCost), so one grant's share holds a
-	// largest body.
+	// decoding it costs (decodeCost); one grant's share holds a largest
+	// body.
 	budget := opts.BodyBudget
 	if budget <= 0 {
 		budget = DefaultBodyBudget
 	}
-	budget = max(budget, s.bodyMax*decodeCost)
+	// A largest body, plus the chunk reserved ahead of the read that
+	// finds it too large.
+	largest := (s.bodyMax + bodyChunk) * decodeCost
+	budget = max(budget, largest)
 	share := opts.BodyGrantShare
 	if share <= 0 {
 		share = budget / 2
 	}
-	s.bodies = newBodyBudget(budget, max(share, s.bodyMax*decodeCost))
+	s.bodies = newBodyBudget(budget, max(share, largest))
 	idle := opts.SessionIdleTimeout
 	if idle <= 0 {
 		idle = DefaultSessionIdleTimeout
