@@ -36,7 +36,7 @@ const (
 	DefaultHTTPBodyIdleTimeout    = 15 * time.Second
 	DefaultHTTPBodyTimeout        = 2 * time.Minute
 	DefaultHTTPIdleTimeout        = 2 * time.Minute
-	DefaultMCPBodyBudget          = 128 << 20
+	DefaultMCPBodyBudget          = 256 << 20
 	DefaultMCPSessionIdleTimeout  = 30 * time.Minute
 	DefaultMCPSessionsPerGrant    = 32
 )
@@ -68,7 +68,7 @@ type Edge struct {
 	ReadHeaderTimeout, BodyIdleTimeout, BodyTimeout, IdleTimeout time.Duration
 	// MCPBodyBudget bounds the memory /mcp request bodies hold at once,
 	// each body byte counted at what decoding it costs (8x; issue 31)
-	// (DEVSPACE_MCP_BODY_BUDGET). Default: 128 MiB; at least
+	// (DEVSPACE_MCP_BODY_BUDGET). Default: 256 MiB; at least
 	// DEVSPACE_MAX_REQUEST_BODY.
 	MCPBodyBudget int64
 	// MCPBodyGrantShare bounds what one grant may hold of it
@@ -211,7 +211,7 @@ func edgeSettings() []setting {
 		},
 		{
 			flag: "mcp-body-budget", env: envMCPBodyBudget, arg: "BYTES",
-			def:   "134217728, i.e. 128MiB",
+			def:   "268435456, i.e. 256MiB",
 			usage: "Memory /mcp request bodies may hold at once: each body byte counts 8 times (what decoding it costs), as it arrives; a request that cannot get room within 5s gets 503. At least the request-body limit, at most 4GiB.",
 			parse: size(func(c *Config) *int64 { return &c.Edge.MCPBodyBudget }),
 		},

@@ -46,8 +46,8 @@ func TestEdgeSettings(t *testing.T) {
 	if d := cmp.Diff(want, got.Edge, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); d != "" {
 		t.Errorf("Edge (-want +got):\n%s", d)
 	}
-	if def, _ := Load(nil, env(baseEnv)); def.GrantShare() != 64<<20 {
-		t.Errorf("default grant share = %d, want 64MiB", def.GrantShare())
+	if def, _ := Load(nil, env(baseEnv)); def.GrantShare() != 128<<20 {
+		t.Errorf("default grant share = %d, want 128MiB (half the 256 MiB budget)", def.GrantShare())
 	}
 }
 

@@ -25,12 +25,13 @@ import (
 // bodyWait gets 503 with Retry-After.
 const (
 	// DefaultBodyBudget is the budget, in bytes of memory, when
-	// Options.BodyBudget is zero: 16 MiB of bodies at once.
-	DefaultBodyBudget = 128 << 20
+	// Options.BodyBudget is zero: 32 MiB of bodies at once.
+	DefaultBodyBudget = 256 << 20
 	// MaxBody bounds one /mcp body, below Options.MaxBodyBytes when that
 	// is larger: no tool takes more than its patch (4 MiB) or stdin (1
-	// MiB) bound, JSON-escaped.
-	MaxBody = 8 << 20
+	// MiB) bound, JSON-escaped (a 4 MiB patch of short lines with its
+	// preconditions for 1,000 files encodes to over 8 MiB).
+	MaxBody = 12 << 20
 	// decodeCost is what one body byte costs in memory until the call is
 	// done: the SDK's passes over the body, the decoded arguments, our
 	// strict decode (measured ~8x in issue 31's attack).
