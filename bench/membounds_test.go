@@ -84,13 +84,7 @@ func (c *rawCaller) encode(name string, args map[string]any) []byte {
 // whether it is an error.
 func (c *rawCaller) post(t *testing.T, body []byte) (map[string]any, bool) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.sessionID)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := transport.RoundTrip(req)
+	resp, err := transport.RoundTrip(c.request(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,17 +126,7 @@ func TestMemoryBounds(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Projects: []string{"mem"}, Env: map[string]string{
 		"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute", "DEVSPACE_LOG_LEVEL": "warn"}})
 	root := env.Roots["mem"]
-	_, tok := env.Grant(apptest.Approval{Scopes: allScopes})
-	client := mcp.NewClient(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	s := &session{cs: cs, meta: map[string]any{"openai/session": "mem"}}
-	s.must(t, "project_control", map[string]any{"action": "open", "operationId": "open"})
-	raw := &rawCaller{url: env.URL + "/mcp", token: tok.AccessToken, sessionID: cs.ID(), meta: s.meta}
+	s, raw := openGrant(t, env, "mem")
 
 	check := func(t *testing.T, what string, limit uint64, f func()) {
 		t.Helper()
@@ -299,17 +283,8 @@ func TestMemoryBounds(t *testing.T) {
 		// Issue 31: eight concurrent 25 MB bodies from two grants took the
 		// server from 178 to 1,171 MiB. /mcp bodies are now at most
 		// mcpserver.MaxBody, and the budget counts each byte at what
-		// decoding costs: at most 128 MiB of it at once, half per grant.
-		_, tok2 := env.Grant(apptest.Approval{Scopes: allScopes})
-		cs2, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearer{tok2.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs2.Close()
-		s2 := &session{cs: cs2, meta: map[string]any{"openai/session": "mem2"}}
-		s2.must(t, "project_control", map[string]any{"action": "open", "operationId": "open2"})
-		raw2 := &rawCaller{url: env.URL + "/mcp", token: tok2.AccessToken, sessionID: cs2.ID(), meta: s2.meta}
+		// decoding costs: at most 256 MiB of it at once, half per grant.
+		_, raw2 := openGrant(t, env, "mem2")
 		big := strings.Repeat("x", mcpserver.MaxBody-(64<<10))
 		var bodies [][]byte
 		var callers []*rawCaller
@@ -351,17 +326,40 @@ func TestMemoryBounds(t *testing.T) {
 // -1 when the connection failed.
 func (c *rawCaller) status(t *testing.T, body []byte) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.sessionID)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := transport.RoundTrip(req)
+	resp, err := transport.RoundTrip(c.request(body))
 	if err != nil {
 		return -1 // the server closed while the body was still being sent
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// request is the HTTP request of a tools/call body in c's session.
+func (c *rawCaller) request(body []byte) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.sessionID)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	return req
+}
+
+// openGrant makes a grant with every scope, connects the go-sdk client
+// for it and opens the Project in its session (named name); the session
+// closes with the test.
+func openGrant(t *testing.T, env *apptest.Env, name string) (*session, *rawCaller) {
+	t.Helper()
+	_, tok := env.Grant(apptest.Approval{Scopes: allScopes})
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	s := &session{cs: cs, meta: map[string]any{"openai/session": name}}
+	s.must(t, "project_control", map[string]any{"action": "open", "operationId": "open-" + name})
+	return s, &rawCaller{url: env.URL + "/mcp", token: tok.AccessToken, sessionID: cs.ID(), meta: s.meta}
 }
