@@ -76,18 +76,7 @@ func loopbackTCP(t *testing.T, proto string) (port string, hits *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), hits
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), serveCounting(t, ln, "")
 }
 
 // unixServer listens on path (mode 0777, as docker.sock's group makes it
@@ -98,10 +87,17 @@ func unixServer(t *testing.T, path, reply string) *atomic.Int32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	if err := os.Chmod(path, 0o777); err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
+	return serveCounting(t, ln, reply)
+}
+
+// serveCounting accepts on ln until the test ends, answers each
+// connection with reply and counts them.
+func serveCounting(t *testing.T, ln net.Listener, reply string) *atomic.Int32 {
+	t.Cleanup(func() { ln.Close() })
 	hits := new(atomic.Int32)
 	go func() {
 		for {
