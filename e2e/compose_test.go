@@ -98,7 +98,7 @@ func TestCompose(t *testing.T) {
 	pw := filepath.Join(dirs["secrets"], "owner")
 	writeFile(t, pw, ownerPassword+"\n", 0o400)
 	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),
-		files: []string{"compose.yaml", "compose.quick-tunnel.yaml", "deploy/e2e/compose.e2e.yaml"},
+		files: []string{"compose.yaml", "compose.quick-tunnel.yaml", "compose.namespaces.yaml", "deploy/e2e/compose.e2e.yaml"},
 		env: []string{"DEVSPACE_IMAGE=" + image, "DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "DEVSPACE_PROJECT_LABEL=alpha",
 			"E2E_BETA_DIR=" + dirs["beta"], "E2E_OWNER_PASSWORD_FILE=" + pw}}
 	t.Cleanup(func() {
@@ -112,7 +112,7 @@ func TestCompose(t *testing.T) {
 	})
 
 	// The files as users run them are valid on their own too.
-	for _, files := range [][]string{{"compose.yaml"}, {"compose.yaml", "compose.quick-tunnel.yaml"}} {
+	for _, files := range [][]string{{"compose.yaml"}, {"compose.yaml", "compose.quick-tunnel.yaml"}, {"compose.yaml", "compose.namespaces.yaml"}} {
 		plain := &stack{t: t, name: s.name, files: files, env: []string{"DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "TUNNEL_TOKEN=x"}}
 		plain.must("config", "--quiet")
 	}
@@ -161,6 +161,25 @@ func TestCompose(t *testing.T) {
 		if out := cn.shell("read "+f, "cat "+f, nil); out["exitCode"] == float64(0) || !strings.Contains(out["output"].(string), "Permission denied") {
 			t.Errorf("a command on alpha read %s: %v", f, out)
 		}
+	}
+
+	// compose.namespaces.yaml's seccomp profile (issue 30): each command
+	// has namespaces of its own, so SysV IPC and multiprocessing work, and
+	// what a command creates there is gone with it; namespaces of its own
+	// making stay refused.
+	if out := s.must("exec", "-T", "devspace", "devspace", "doctor"); !strings.Contains(out, "(ipc=namespace)") || !strings.Contains(out, "(unix_sockets=gate)") {
+		t.Errorf("doctor under compose.namespaces.yaml:\n%s", out)
+	}
+	pool := cn.shell("pool", `python3 -c 'import multiprocessing as m
+with m.Pool(2) as p: print(sum(p.map(abs, range(-5, 5))))' && ipcmk -M 4096 >/dev/null && ipcs -m | grep -c 0x`, nil)
+	if pool["exitCode"] != float64(0) || pool["output"] != "25\n1\n" {
+		t.Errorf("multiprocessing and SysV IPC in the namespace tier: %v", pool)
+	}
+	if r := cn.shell("ipcs", "ipcs -m | grep -c 0x", nil); r["output"] != "0\n" {
+		t.Errorf("a SysV segment outlived its command: %v", r)
+	}
+	if r := cn.shell("unshare", "unshare -U true", nil); r["exitCode"] == float64(0) {
+		t.Errorf("a command created a user namespace: %v", r)
 	}
 
 	// The owner CLI through `docker compose exec`, over the control listener.

@@ -419,7 +419,8 @@ func checkRestricted(t *testing.T, name string, pod *corev1.PodSpec) {
 			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
 			sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Privileged != nil && *sc.Privileged ||
 			sc.Capabilities == nil || len(sc.Capabilities.Add) > 0 || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault &&
+			(sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost || sc.SeccompProfile.LocalhostProfile == nil) {
 			t.Errorf("%s/%s: securityContext %+v", name, c.Name, sc)
 		}
 		if c.Resources.Limits.Memory().IsZero() {
@@ -446,6 +447,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		"ingress without host":    {base + "publicBaseURL: https://d.example.com\ningress: {enabled: true}\n", "ingress.host is required"},
 		"root user":               {base + "publicBaseURL: https://d.example.com\nsecurityContext: {runAsUser: 0, runAsGroup: 0, fsGroup: 0}\n", "runAsUser"},
 		"unknown top-level value": {base + "publicBaseURL: https://d.example.com\nsidecar: true\n", "sidecar"},
+		"profile not a file":      {base + "publicBaseURL: https://d.example.com\nsecurityContext: {runAsUser: 1, runAsGroup: 1, fsGroup: 1, seccompLocalhostProfile: /etc/passwd}\n", "seccompLocalhostProfile"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := render(t, c, tt.values)
@@ -512,10 +514,11 @@ func keys[M ~map[string]V, V any](m M) []string {
 // TestChartUnixGate: securityContext.unixGate lists SYS_PTRACE in the
 // containers' capabilities (so that RuntimeDefault allows pidfd_getfd)
 // and changes nothing else of their security context; by default no
-// capability is added (checkRestricted).
+// capability is added (checkRestricted), and never to cloudflared.
 func TestChartUnixGate(t *testing.T) {
 	c := load(t)
 	r, err := render(t, c, "publicBaseURL: https://devspace.example.com\nprojects: [{label: code, existingClaim: code}]\n"+
+		"cloudflared: {enabled: true, quickTunnel: true}\n"+
 		"securityContext: {runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, unixGate: true}\n")
 	if err != nil {
 		t.Fatalf("render: %v", err)
@@ -530,5 +533,37 @@ func TestChartUnixGate(t *testing.T) {
 			!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 			t.Errorf("%s: securityContext %+v", ctr.Name, sc)
 		}
+	}
+	// cloudflared runs no commands: nothing is added to it.
+	cf := r.deployments["rel-devspace-cloudflared"]
+	if cf == nil {
+		t.Fatalf("no cloudflared Deployment: %v", keys(r.deployments))
+	}
+	checkRestricted(t, "rel-devspace-cloudflared", &cf.Spec.Template.Spec)
+}
+
+// TestChartSeccompProfile: securityContext.seccompLocalhostProfile gives
+// DevSpace's containers (not cloudflared's) the Localhost profile, adds
+// no capability, and stays within the restricted Pod Security standard.
+func TestChartSeccompProfile(t *testing.T) {
+	c := load(t)
+	r, err := render(t, c, "publicBaseURL: https://devspace.example.com\nprojects: [{label: code, existingClaim: code}]\n"+
+		"cloudflared: {enabled: true, quickTunnel: true}\n"+
+		"securityContext: {runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompLocalhostProfile: devspace.json}\n")
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	for name, d := range r.deployments {
+		checkRestricted(t, name, &d.Spec.Template.Spec)
+		for _, ctr := range append(append([]corev1.Container{}, d.Spec.Template.Spec.InitContainers...), d.Spec.Template.Spec.Containers...) {
+			sp := ctr.SecurityContext.SeccompProfile
+			local := sp.Type == corev1.SeccompProfileTypeLocalhost && sp.LocalhostProfile != nil && *sp.LocalhostProfile == "devspace.json"
+			if local != (name == "rel-devspace") {
+				t.Errorf("%s/%s: seccompProfile %+v", name, ctr.Name, sp)
+			}
+		}
+	}
+	if r.deployments["rel-devspace"] == nil || len(r.deployments) < 2 {
+		t.Fatalf("deployments: %v", keys(r.deployments))
 	}
 }

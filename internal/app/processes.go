@@ -51,7 +51,7 @@ func offeredScopes(scopes []string, st process.SandboxState, log *slog.Logger) [
 	case process.SandboxLandlock:
 		if st.UnixSockets != process.UnixSocketsGate {
 			log.Warn("pidfd_getfd is refused here, so commands get no Unix sockets but socketpair's (unix_sockets=" + st.UnixSockets +
-				"); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)")
+				"); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability) or use the seccomp profile deploy/seccomp/devspace.json")
 		}
 		return scopes
 	}
@@ -136,12 +136,12 @@ func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(str
 		if st.UnixSockets == process.UnixSocketsGate {
 			ok("commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)")
 		} else {
-			warn("pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=%s); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)", st.UnixSockets)
+			warn("pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=%s); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability) or use the seccomp profile deploy/seccomp/devspace.json", st.UnixSockets)
 		}
 		if st.IPC == process.IPCNamespace {
 			ok("each command has user, mount and IPC namespaces of its own: private /tmp and /dev/shm, SysV IPC and POSIX message queues of its own; keyrings, further namespaces and io_uring are refused (ipc=namespace)")
 		} else {
-			ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=%s: no unprivileged user namespaces here)", st.IPC)
+			ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=%s: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)", st.IPC)
 		}
 		if st.DenyNetwork {
 			ok("commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)")

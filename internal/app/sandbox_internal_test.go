@@ -38,22 +38,22 @@ func TestDoctorSandboxLines(t *testing.T) {
 		{"landlock", state(process.SandboxOptions{}, abi(7)), true, []string{
 			"✓ commands are confined by Landlock ABI 7 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls,unix_gate)",
 			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
-			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)",
 			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"landlock abi 1", state(process.SandboxOptions{}, abi(1)), true, []string{
 			"✓ commands are confined by Landlock ABI 1 and a system call policy (rules: filesystem,ptrace,syscalls,unix_gate)",
 			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
-			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)",
 			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"network deny", state(process.SandboxOptions{DenyNetwork: true}, abi(4)), true, []string{
 			"✓ commands are confined by Landlock ABI 4 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,syscalls,unix_gate)",
 			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
-			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)",
 			"✓ commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)"}},
 		{"network deny without Landlock TCP rules", state(process.SandboxOptions{DenyNetwork: true}, abi(3)), true, []string{
 			"✓ commands are confined by Landlock ABI 3 and a system call policy (rules: filesystem,ptrace,refer,truncate,syscalls,unix_gate)",
 			"✓ commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)",
-			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here)",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)",
 			"✓ commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)"}},
 		{"namespaces", state(process.SandboxOptions{NamespaceProbe: func() bool { return true }}, abi(7)), true, []string{
 			"✓ commands are confined by Landlock ABI 7 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls,unix_gate)",
@@ -62,8 +62,8 @@ func TestDoctorSandboxLines(t *testing.T) {
 			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"no pidfd_getfd", stateNoGate(process.SandboxOptions{}, abi(7)), true, []string{
 			"✓ commands are confined by Landlock ABI 7 and a system call policy (rules: filesystem,ptrace,refer,truncate,tcp,ioctl_dev,scoped_signals_and_abstract_sockets,syscalls)",
-			"! pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=socketpair_only); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability)",
-			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here)",
+			"! pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=socketpair_only); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability) or use the seccomp profile deploy/seccomp/devspace.json",
+			"✓ SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=refused: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)",
 			"✓ commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused"}},
 		{"off", state(process.SandboxOptions{Off: true}, abi(7)), true, []string{
 			"! DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI 7 is available)"}},

@@ -68,7 +68,20 @@ app.kubernetes.io/component: cloudflared
 {{- join "," $list }}
 {{- end }}
 
-{{/* The restricted container security context (Pod Security "restricted"). */}}
+{{/* The restricted container security context (Pod Security "restricted"),
+for cloudflared. */}}
+{{- define "devspace.restrictedSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* DevSpace's containers: the same, with what the command sandbox may ask
+for (securityContext.unixGate, securityContext.seccompLocalhostProfile). */}}
 {{- define "devspace.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
@@ -79,5 +92,10 @@ capabilities:
   add: [SYS_PTRACE]
   {{- end }}
 seccompProfile:
+  {{- with .Values.securityContext.seccompLocalhostProfile }}
+  type: Localhost
+  localhostProfile: {{ . | quote }}
+  {{- else }}
   type: RuntimeDefault
+  {{- end }}
 {{- end }}
