@@ -347,6 +347,24 @@ while True:
 	if r["exitCode"] != float64(1) {
 		t.Errorf("ssh-agent in the command's scratch: %v", r)
 	}
+	ordinaryWork(t, a)
+}
+
+// ordinaryWork (issue 30): what a coding agent runs still works inside
+// the domain and its system call policy: a local clone and a commit,
+// make, a venv, curl to a loopback server (the network is allowed).
+func ordinaryWork(t *testing.T, cn *conn) {
+	t.Helper()
+	for i, cmd := range []string{
+		`cd "$TMPDIR" && git init -q src && git -C src -c user.email=a@b -c user.name=a commit -q --allow-empty -m one && git clone -q src dst && git -C dst log --oneline | grep -q one`,
+		`cd "$TMPDIR" && printf 'all:\n\techo made\n' > Makefile && make | grep -q made`,
+		`python3 -m venv --without-pip "$TMPDIR/venv" && "$TMPDIR/venv/bin/python" -c 'import sys; assert sys.prefix != sys.base_prefix'`,
+		`curl -sS -m 5 -o /dev/null -w '%{http_code}' -H 'Host: localhost' http://127.0.0.1:7676/healthz | grep -q 200`,
+	} {
+		if r := cn.shell(fmt.Sprintf("ordinary-%d", i), cmd+" 2>&1", nil); r["exitCode"] != float64(0) {
+			t.Errorf("%s: %v", cmd, r)
+		}
+	}
 }
 
 func testProcessCleanup(t *testing.T, in *instance) {

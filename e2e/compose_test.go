@@ -181,6 +181,7 @@ with m.Pool(2) as p: print(sum(p.map(abs, range(-5, 5))))' && ipcmk -M 4096 >/de
 	if r := cn.shell("unshare", "unshare -U true", nil); r["exitCode"] == float64(0) {
 		t.Errorf("a command created a user namespace: %v", r)
 	}
+	ordinaryWork(t, cn)
 
 	// The owner CLI through `docker compose exec`, over the control listener.
 	if out := s.must("exec", "-T", "devspace", "devspace", "grants", "list"); !strings.Contains(out, "Compose") || !strings.Contains(out, "alpha,beta") {
