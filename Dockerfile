@@ -49,9 +49,9 @@ RUN set -eu; \
         --shell /bin/bash devspace; \
     fi; \
     chmod 0700 /home/devspace; \
-    mkdir -p /data /projects; \
-    chown "$DEVSPACE_UID:$DEVSPACE_GID" /data; \
-    chmod 0700 /data
+    mkdir -p /data /scratch /projects; \
+    chown "$DEVSPACE_UID:$DEVSPACE_GID" /data /scratch; \
+    chmod 0700 /data /scratch
 
 ARG VERSION=dev
 ARG REVISION=unknown
@@ -67,13 +67,17 @@ LABEL org.opencontainers.image.title="DevSpace" \
 # The image listens on all interfaces for the public (7676) and metrics
 # (7678) listeners; the control listener stays on the container's loopback
 # (127.0.0.1:7677), reachable only through `docker exec`.
+# The commands' scratch directories (their HOME and TMPDIR) live on a volume
+# of their own, off the state's: a command filling its scratch cannot fill
+# the disk SQLite writes to without meeting the disk guard first.
 ENV DEVSPACE_STATE_DIR=/data \
+    DEVSPACE_SCRATCH_DIR=/scratch \
     DEVSPACE_LISTEN=0.0.0.0:7676 \
     DEVSPACE_METRICS_LISTEN=0.0.0.0:7678 \
     DEVSPACE_LOG_FORMAT=json \
     HOME=/home/devspace \
     LANG=C.UTF-8
-VOLUME ["/data"]
+VOLUME ["/data", "/scratch"]
 EXPOSE 7676 7678
 WORKDIR /projects
 USER ${DEVSPACE_UID}:${DEVSPACE_GID}

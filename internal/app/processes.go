@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -30,8 +32,14 @@ func (p processMetrics) RunningChanged(n int)        { p.m.RunningChanged(n) }
 func outputDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "output") }
 
 // scratchDir holds each execution's private scratch directory (its
-// commands' HOME and TMPDIR).
-func scratchDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "scratch") }
+// commands' HOME and TMPDIR): a directory of DEVSPACE_SCRATCH_DIR named
+// after the state directory, so that servers with different state share
+// DEVSPACE_SCRATCH_DIR without touching each other's (a server empties its
+// own at start).
+func scratchDir(cfg *config.Config) string {
+	sum := sha256.Sum256([]byte(cfg.StateDir))
+	return filepath.Join(cfg.ScratchDir, "s-"+hex.EncodeToString(sum[:6]))
+}
 
 // commandSandbox is the confinement configuration of commands.
 func commandSandbox(cfg *config.Config, opts Options) process.SandboxOptions {

@@ -118,6 +118,7 @@ func Start(t testing.TB, opts Options) *Env {
 		"DEVSPACE_LISTEN":          ln.Addr().String(),
 		"DEVSPACE_CONTROL_LISTEN":  "127.0.0.1:0",
 		"DEVSPACE_METRICS_LISTEN":  "127.0.0.1:0",
+		"DEVSPACE_SCRATCH_DIR":     filepath.Join(base, "scratch"),
 		"DEVSPACE_LOG_LEVEL":       "debug",
 	}
 	for k, v := range opts.Env {

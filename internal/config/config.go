@@ -199,6 +199,15 @@ type Config struct {
 	MaxRequestBody int64
 	// Edge holds the public-edge limits (edge.go).
 	Edge Edge
+	// ScratchDir holds the executions' scratch directories
+	// (DEVSPACE_SCRATCH_DIR, disk.go).
+	ScratchDir string
+	// ScratchMax bounds one execution's scratch directory
+	// (DEVSPACE_SCRATCH_MAX).
+	ScratchMax int64
+	// DiskReserve is the free space kept on the watched filesystems
+	// (DEVSPACE_DISK_RESERVE).
+	DiskReserve int64
 }
 
 // Error is one invalid setting. Load and Validate return these joined with
@@ -315,6 +324,9 @@ func defaults(lookupEnv func(string) (string, bool)) *Config {
 		Widgets:                   DefaultWidgets,
 		MaxRequestBody:            DefaultMaxRequestBody,
 		Edge:                      defaultEdge(),
+		ScratchDir:                defaultScratchDir(lookupEnv),
+		ScratchMax:                DefaultScratchMax,
+		DiskReserve:               DefaultDiskReserve,
 	}
 	if x, _ := lookupEnv("XDG_DATA_HOME"); filepath.IsAbs(x) {
 		c.StateDir = filepath.Join(x, "devspace")

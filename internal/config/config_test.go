@@ -99,6 +99,9 @@ func defaultConfig() *Config {
 		Widgets:                   "full",
 		MaxRequestBody:            33554432,
 		Edge:                      defaultEdge(),
+		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
+		ScratchMax:                1 << 30,
+		DiskReserve:               256 << 20,
 	}
 }
 
@@ -143,7 +146,8 @@ func TestLoadDefaults(t *testing.T) {
 
 func TestLoadNoStateDir(t *testing.T) {
 	_, err := Load(nil, env(nil))
-	want := "DEVSPACE_STATE_DIR: is not set and neither XDG_DATA_HOME nor HOME is set to derive it; set it to the directory for DevSpace's database and keys"
+	want := "DEVSPACE_STATE_DIR: is not set and neither XDG_DATA_HOME nor HOME is set to derive it; set it to the directory for DevSpace's database and keys\n" +
+		"DEVSPACE_SCRATCH_DIR: is not set and neither XDG_CACHE_HOME nor HOME is set to derive it; set it to a directory for the commands' scratch space"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load error = %v, want %q", err, want)
 	}
@@ -205,6 +209,9 @@ func TestLoadEnv(t *testing.T) {
 		Widgets:                   "changes",
 		MaxRequestBody:            64 << 20,
 		Edge:                      defaultEdge(),
+		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
+		ScratchMax:                1 << 30,
+		DiskReserve:               256 << 20,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -835,6 +842,24 @@ func TestValidateHandBuilt(t *testing.T) {
 			name: "empty redirect hosts",
 			edit: func(c *Config) { c.OAuthAllowedRedirectHosts = nil },
 			want: `DEVSPACE_OAUTH_ALLOWED_REDIRECT_HOSTS: is empty, so no OAuth client could be redirected; list host names such as chatgpt.com, or unset it for the default`,
+		},
+		{
+			name: "scratch dir in a project",
+			edit: func(c *Config) {
+				c.Projects = []Project{{Label: "d", Path: dir}}
+				c.ScratchDir = link + "/scratch"
+			},
+			want: `DEVSPACE_SCRATCH_DIR: "` + link + `/scratch" is inside "` + dir + `" (project "d"), where every grant of that project would see other executions' scratch; keep it outside every approved root`,
+		},
+		{
+			name: "scratch dir holding the state",
+			edit: func(c *Config) { c.ScratchDir = "/nonexistent-home/.local" },
+			want: `DEVSPACE_SCRATCH_DIR: "/nonexistent-home/.local" contains the state directory, which commands would then reach`,
+		},
+		{
+			name: "tiny scratch quota and reserve",
+			edit: func(c *Config) { c.ScratchMax, c.DiskReserve = 1<<20, 128<<30 },
+			want: "DEVSPACE_SCRATCH_MAX: 1048576 bytes is too small; use at least 16MiB\nDEVSPACE_DISK_RESERVE: 137438953472 bytes is out of range; use 16MiB to 64GiB",
 		},
 		{
 			name: "relative state dir",

@@ -121,22 +121,24 @@ func parseInt(dst *int, v string) error {
 	return nil
 }
 
+// sizeField parses a byte count (parseSize) into the field of c.
+func sizeField(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
 func edgeSettings() []setting {
 	dur := func(field func(*Config) *time.Duration) func(*Config, string) error {
 		return func(c *Config, v string) error { return parseDuration(field(c), v) }
 	}
 	num := func(field func(*Config) *int) func(*Config, string) error {
 		return func(c *Config, v string) error { return parseInt(field(c), v) }
-	}
-	size := func(field func(*Config) *int64) func(*Config, string) error {
-		return func(c *Config, v string) error {
-			n, err := parseSize(v)
-			if err != nil {
-				return err
-			}
-			*field(c) = n
-			return nil
-		}
 	}
 	return []setting{
 		{
@@ -213,13 +215,13 @@ func edgeSettings() []setting {
 			flag: "mcp-body-budget", env: envMCPBodyBudget, arg: "BYTES",
 			def:   "268435456, i.e. 256MiB",
 			usage: "Memory /mcp request bodies may hold at once: each body byte counts 8 times (what decoding it costs), as it arrives; a request that cannot get room within 5s gets 503. At least the request-body limit, at most 4GiB.",
-			parse: size(func(c *Config) *int64 { return &c.Edge.MCPBodyBudget }),
+			parse: sizeField(func(c *Config) *int64 { return &c.Edge.MCPBodyBudget }),
 		},
 		{
 			flag: "mcp-body-grant-share", env: envMCPBodyGrantShare, arg: "BYTES",
 			def:   "half the budget, at least the request-body limit",
 			usage: "Most of the /mcp body budget one grant may hold, so one grant cannot starve the others. Between the request-body limit and the budget.",
-			parse: size(func(c *Config) *int64 { return &c.Edge.MCPBodyGrantShare }),
+			parse: sizeField(func(c *Config) *int64 { return &c.Edge.MCPBodyGrantShare }),
 		},
 		{
 			flag: "mcp-session-idle-timeout", env: envMCPSessionIdle, arg: "DURATION",

@@ -302,7 +302,7 @@ func settings() []setting {
 				return nil
 			},
 		},
-	}, edgeSettings()...)
+	}, append(edgeSettings(), diskSettings()...)...)
 }
 
 // Usage writes the help text for the configuration flags: every flag with

@@ -57,6 +57,7 @@ func (c *Config) validate() []error {
 			c.MaxRequestBody, MinMaxRequestBody, MaxMaxRequestBody))
 	}
 	add(c.validateEdge()...)
+	add(c.validateDisk(roots)...)
 	return errs
 }
 

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Environment variables of disk use (issue 31).
+const (
+	envScratchDir  = "DEVSPACE_SCRATCH_DIR"
+	envScratchMax  = "DEVSPACE_SCRATCH_MAX"
+	envDiskReserve = "DEVSPACE_DISK_RESERVE"
+)
+
+// Defaults of disk use. docs/decisions.md explains each.
+const (
+	// DefaultScratchMax bounds one execution's scratch directory (its
+	// commands' HOME and TMPDIR).
+	DefaultScratchMax int64 = 1 << 30
+	// DefaultDiskReserve is the free space DevSpace keeps on the
+	// filesystems of the state, the scratch directories and the Projects.
+	DefaultDiskReserve int64 = 256 << 20
+
+	minScratchMax  int64 = 16 << 20
+	minDiskReserve int64 = 16 << 20
+	maxDiskReserve int64 = 64 << 30
+)
+
+func diskSettings() []setting {
+	return []setting{
+		{
+			flag: "scratch-dir", env: envScratchDir, arg: "DIR",
+			def:   "$XDG_CACHE_HOME/devspace/scratch, else $HOME/.cache/devspace/scratch; /scratch in the image",
+			usage: "Directory holding each execution's private scratch directory (its commands' HOME and TMPDIR, removed when the execution closes). Keep it off the state directory's filesystem where you can, and outside every project.",
+			parse: func(c *Config, v string) error {
+				p, err := filepath.Abs(v)
+				if err != nil {
+					return fmt.Errorf("cannot make %q absolute: %v", v, err)
+				}
+				c.ScratchDir = p
+				return nil
+			},
+		},
+		{
+			flag: "scratch-max", env: envScratchMax, arg: "BYTES",
+			def:   "1GiB",
+			usage: "Most one execution's scratch directory may hold, in bytes or with a KiB/MiB/GiB suffix (at least 16MiB). A command that takes it past this is stopped and the scratch directory emptied (exitReason scratch_quota).",
+			parse: sizeField(func(c *Config) *int64 { return &c.ScratchMax }),
+		},
+		{
+			flag: "disk-reserve", env: envDiskReserve, arg: "BYTES",
+			def:   "256MiB",
+			usage: "Free space kept on the filesystems of the state directory, the scratch directory and each project (16MiB to 64GiB). Below it, the commands writing there are stopped, heaviest writer first; below a quarter of it, new commands and patches there are refused (disk_low).",
+			parse: sizeField(func(c *Config) *int64 { return &c.DiskReserve }),
+		},
+	}
+}
+
+// defaultScratchDir is the scratch directory when DEVSPACE_SCRATCH_DIR is
+// unset: the user's cache directory, on disk and the user's own.
+func defaultScratchDir(lookupEnv func(string) (string, bool)) string {
+	if x, _ := lookupEnv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "devspace", "scratch")
+	}
+	if h, _ := lookupEnv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "devspace", "scratch")
+	}
+	return ""
+}
+
+func (c *Config) validateDisk(roots []resolvedProject) []error {
+	var errs []error
+	switch {
+	case c.ScratchDir == "":
+		errs = append(errs, errorf(envScratchDir, "is not set and neither XDG_CACHE_HOME nor HOME is set to derive it; set it to a directory for the commands' scratch space"))
+	case !filepath.IsAbs(c.ScratchDir):
+		errs = append(errs, errorf(envScratchDir, "%q is not an absolute path", c.ScratchDir))
+	default:
+		if r, ok := insideProject(c.ScratchDir, roots); ok {
+			errs = append(errs, errorf(envScratchDir, "%q is inside %s, where every grant of that project would see other executions' scratch; keep it outside every approved root", c.ScratchDir, r))
+		}
+		for _, r := range roots {
+			if within(r.real, realPath(c.ScratchDir)) {
+				errs = append(errs, errorf(envScratchDir, "%q contains %s; keep the scratch directory and the projects apart", c.ScratchDir, r))
+			}
+		}
+		if c.StateDir != "" && within(realPath(c.StateDir), realPath(c.ScratchDir)) {
+			errs = append(errs, errorf(envScratchDir, "%q contains the state directory, which commands would then reach", c.ScratchDir))
+		}
+	}
+	if c.ScratchMax < minScratchMax {
+		errs = append(errs, errorf(envScratchMax, "%d bytes is too small; use at least 16MiB", c.ScratchMax))
+	}
+	if c.DiskReserve < minDiskReserve || c.DiskReserve > maxDiskReserve {
+		errs = append(errs, errorf(envDiskReserve, "%d bytes is out of range; use 16MiB to 64GiB", c.DiskReserve))
+	}
+	return errs
+}
