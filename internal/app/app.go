@@ -23,6 +23,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/httpserver"
 	"github.com/devspace-dev/devspace/internal/mcpserver"
@@ -95,6 +96,7 @@ type App struct {
 	bindings    *binding.Service
 	procs       *process.Manager
 	outputs     *retention.Retention
+	disk        *diskguard.Guard // nil when no command can run
 	snapshots   *undo.Store
 	commands    *commands.Service
 	bg          context.Context    // background work: sweeps, the worktree prune
@@ -209,8 +211,12 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		}
 	}
 	activity := binding.NewActivity(st, log)
-	a.commands = commands.New(commands.Options{Processes: a.procs, Outputs: a.outputs, Undo: a.snapshots,
-		Locks: locks, Operations: ops, Cursors: cursors, Checkpoints: activity, HostEnv: os.Environ(), Logger: log})
+	copts := commands.Options{Processes: a.procs, Outputs: a.outputs, Undo: a.snapshots,
+		Locks: locks, Operations: ops, Cursors: cursors, Checkpoints: activity, HostEnv: os.Environ(), Logger: log}
+	if a.disk != nil {
+		copts.Disk = a.disk
+	}
+	a.commands = commands.New(copts)
 	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops, Cursors: cursors,
 		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log, Worktrees: worktrees,
 		Resources: a.commands, Activity: activity})
@@ -245,8 +251,12 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	patches := edits.New(edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: st, Instructions: a.bindings, Checkpoints: activity,
-		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log})
+	eopts := edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: st, Instructions: a.bindings, Checkpoints: activity,
+		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log}
+	if a.disk != nil {
+		eopts.Disk = a.disk
+	}
+	patches := edits.New(eopts)
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
 		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks, GitConfine: gitConfine,
 		Tasks:       tasks.New(st, ops, secretKind),

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -180,6 +181,23 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 		return fmt.Errorf("open undo snapshots: %w", err)
 	}
 	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
+	a.disk = diskguard.New(diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax,
+		StateDir: cfg.StateDir, ScratchBase: procs.ScratchBase(), Projects: func() []string {
+			var roots []string
+			for _, p := range cfg.Projects {
+				roots = append(roots, p.Path)
+			}
+			return roots
+		}, Commands: procs, Log: a.log, Metrics: diskMetrics{a.metrics}})
 	go a.outputs.Run(a.bg)
+	go a.disk.Run(a.bg)
 	return nil
 }
+
+// diskMetrics implements diskguard.Metrics.
+type diskMetrics struct{ m *metrics.Metrics }
+
+func (d diskMetrics) DiskFree(role string, free int64) {
+	d.m.DiskFree.WithLabelValues(role).Set(float64(free))
+}
+func (d diskMetrics) ScratchLargest(bytes int64) { d.m.ScratchLargest.Set(float64(bytes)) }

@@ -420,18 +420,34 @@ func (s *Service) stale(c Caller, e *store.Execution) string {
 	return ""
 }
 
-// CloseGrants closes every execution of the grants (revocation), then
-// closes what they own (Resources.CloseExecutions): their commands are
-// killed, their output retired, their undo snapshots deleted.
+// CloseGrants closes what every open execution of the grants owns
+// (Resources.CloseExecutions: their commands are killed, their scratch
+// removed, their output retired, their undo snapshots deleted), then
+// records the executions closed. Revocation comes first in memory, so
+// this order holds on a full disk: killing the commands and removing
+// their scratch needs no write, and may be what frees the space the
+// record then takes.
 func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason string) error {
-	ids, err := s.opts.Store.CloseExecutions(ctx, grantIDs, reason)
+	ids, err := s.opts.Store.OpenExecutionsOf(ctx, grantIDs)
 	if err != nil {
 		return err
 	}
 	if len(ids) > 0 {
 		s.opts.Resources.CloseExecutions(ctx, ids, reason)
 	}
-	return nil
+	closed, err := s.opts.Store.CloseExecutions(ctx, grantIDs, reason)
+	// An execution opened by a call already past verification when the
+	// grant was revoked: close what it owns too.
+	var late []string
+	for _, id := range closed {
+		if !slices.Contains(ids, id) {
+			late = append(late, id)
+		}
+	}
+	if len(late) > 0 {
+		s.opts.Resources.CloseExecutions(ctx, late, reason)
+	}
+	return err
 }
 
 // CloseRemovedProjects closes executions on Projects that left the

@@ -103,6 +103,11 @@ type Options struct {
 	Operations  *operation.Service
 	Cursors     *cursor.Codec
 	Checkpoints Checkpointer
+	// Disk refuses a new command while the disk it would write is low
+	// (diskguard.ErrDiskLow); nil checks nothing.
+	Disk interface {
+		CheckCommand(root string, writesRoot bool) error
+	}
 	// HostEnv is the server's environment; commands get an allowlist of it.
 	HostEnv []string
 	Logger  *slog.Logger // nil discards

@@ -145,6 +145,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 // table. Its errors wrap operation.ErrNotStarted unless the command ran.
 func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
 	proj, cmd := req.Project, req.Command
+	if s.opts.Disk != nil {
+		if err := s.opts.Disk.CheckCommand(proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
+			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		}
+	}
 	release, err := s.table.reserve(req.Owner.GrantID, proj.Ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)

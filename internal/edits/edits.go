@@ -133,6 +133,9 @@ type Options struct {
 	// LockTimeout is how long a call waits for the root lock; zero means
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// Disk refuses a patch while the disk it would write is low
+	// (diskguard.ErrDiskLow); nil checks nothing.
+	Disk interface{ CheckPatch(root string) error }
 	// Logger receives the failures of recording a committed change, which
 	// never fail the call; nil discards.
 	Logger *slog.Logger
@@ -226,6 +229,11 @@ func (w *workspace) close() { w.Close() }
 // result is marshalled once, for storage.
 func once[T any](ctx context.Context, s *Service, t Target, tool, operationID string, request any,
 	effect func(ctx context.Context, w *workspace) (*T, error)) (_ *T, replayed bool, _ error) {
+	if s.opts.Disk != nil {
+		if err := s.opts.Disk.CheckPatch(t.Dir); err != nil {
+			return nil, false, err
+		}
+	}
 	w, err := s.open(ctx, t)
 	if err != nil {
 		return nil, false, err

@@ -56,6 +56,7 @@ var codeCategories = map[string]string{
 	"process_revision_conflict":      catConflict,
 	"process_limit":                  catLimit,
 	"process_slots_busy":             catTransient,
+	"disk_low":                       catTransient,
 	"stdin_busy":                     catTransient,
 	"server_shutting_down":           catTransient,
 	"project_write_scope_required":   catScope,

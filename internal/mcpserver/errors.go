@@ -9,6 +9,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
@@ -171,6 +172,9 @@ func mapError(err error) *ToolError {
 			commands.MaxPerGrantPerProject, commands.MaxPerGrant, process.DefaultMaxPerGroup), "project_control interrupt")
 	case errors.Is(err, commands.ErrSlotsBusy), errors.Is(err, process.ErrAllBusy):
 		return toolErr("process_slots_busy", "Other conversations' commands use every command slot of this Project or server; retry in a while.", "retry exec_command later")
+	case errors.Is(err, diskguard.ErrDiskLow):
+		return toolErr("disk_low", "The disk this would write to is almost full; DevSpace stopped the heaviest writer and refuses new commands and patches there until space is freed. Nothing was started or changed.",
+			"retry later", "read_files and search still work")
 	case errors.Is(err, process.ErrRevisionConflict):
 		return toolErr("process_revision_conflict", "The command changed since expectedRevision; read its state and retry.", "read_process_output")
 	case errors.Is(err, process.ErrStdinClosed), errors.Is(err, process.ErrNotRunning):

@@ -30,6 +30,8 @@ type Metrics struct {
 	ProcessKills        *prometheus.CounterVec // reason
 	OrphansKilled       prometheus.Counter
 	ProcessesRunning    prometheus.Gauge
+	DiskFree            *prometheus.GaugeVec // role: state, scratch, project
+	ScratchLargest      prometheus.Gauge
 }
 
 // ProcessKilled, OrphansKilled and RunningChanged implement process.Metrics.
@@ -84,6 +86,13 @@ func New() *Metrics {
 		PatchBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "patch_bytes_total", Help: "Bytes written by apply_patch.",
 		}),
+		DiskFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "disk_free_bytes",
+			Help: "Free bytes on the filesystems the disk guard watches, by role (project: the least free Project's); below DEVSPACE_DISK_RESERVE commands writing there are stopped.",
+		}, []string{"role"}),
+		ScratchLargest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "scratch_largest_bytes", Help: "The largest scratch directory of a running execution at the last scan (bounded by DEVSPACE_SCRATCH_MAX).",
+		}),
 		PathDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "path_denials_total", Help: "Tool paths refused by containment, by reason.",
 		}, []string{"reason"}),
@@ -97,7 +106,7 @@ func New() *Metrics {
 		}, func() float64 { return 1 }),
 		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
 		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.OAuthVerifications, m.PathDenials, m.PatchBytes,
-		m.ProcessKills, m.OrphansKilled, m.ProcessesRunning,
+		m.ProcessKills, m.OrphansKilled, m.ProcessesRunning, m.DiskFree, m.ScratchLargest,
 	)
 	return m
 }

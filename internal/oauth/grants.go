@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/store"
@@ -54,7 +55,11 @@ func (s *Server) ListGrants(ctx context.Context, all bool) ([]GrantSummary, erro
 }
 
 // RevokeGrant revokes one grant (its tokens, executions and processes) and
-// leaves every other grant untouched.
+// leaves every other grant untouched. The revocation holds in this server
+// first: the grant's tokens are refused and its commands stopped (their
+// scratch removed, which may be what frees a full disk), then it is
+// written. A write that fails returns ErrNotRecorded (wrapped) and is
+// retried until it lands.
 func (s *Server) RevokeGrant(ctx context.Context, id string) error {
 	g, err := s.opts.Store.Grant(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -63,49 +68,72 @@ func (s *Server) RevokeGrant(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.revokeGrants(ctx, []string{id}, "owner_revoked"); err != nil {
-		return err
-	}
+	err = s.revokeGrants(ctx, []string{id}, "owner_revoked")
 	s.audit(ctx, "grant_revoked", id, g.ClientID, map[string]any{"by": "owner"})
-	return nil
+	return err
 }
 
 // RevokeAll is the global emergency action: it bumps the global epoch so
 // every token and execution dies. Registered clients are kept. reason is
-// "revoke_all" or "password_rotated".
+// "revoke_all" or "password_rotated". Like RevokeGrant it holds in memory
+// first (every grant of the current epoch is refused and its commands
+// stopped), then writes; it counts the grants that were active.
 func (s *Server) RevokeAll(ctx context.Context, reason string) (int, error) {
-	_, ids, err := s.opts.Store.BumpGlobalEpoch(ctx, reason)
+	epoch, err := s.opts.Store.GlobalEpoch(ctx)
 	if err != nil {
 		return 0, err
 	}
+	active, err := s.opts.Store.Grants(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, 0, len(active))
+	for _, g := range active {
+		ids = append(ids, g.ID)
+	}
+	s.dead.raiseFloor(epoch + 1)
 	// Consent forms filled in under the old epoch approve nothing either
 	// (consentDecision checks the epoch); drop them now.
 	s.mu.Lock()
 	clear(s.selections)
 	s.mu.Unlock()
 	s.closeExecutions(ctx, ids)
+	write := func(ctx context.Context) error {
+		_, _, err := s.opts.Store.BumpGlobalEpoch(ctx, reason)
+		return err
+	}
+	if err := write(ctx); err != nil {
+		s.log.ErrorContext(ctx, "record the global epoch bump", "err", err)
+		s.recordLater(reason, write)
+		return len(ids), fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
 	s.audit(ctx, reason, "", "", map[string]any{"grants": len(ids)})
 	return len(ids), nil
 }
 
-// revokeGrants revokes grants in the store, then lets the execution layer
-// close what they own.
+// revokeGrants revokes grants in memory, lets the execution layer close
+// what they own, then records the revocation.
 func (s *Server) revokeGrants(ctx context.Context, ids []string, reason string) error {
-	var revoked []string
 	for _, id := range ids {
-		changed, err := s.opts.Store.RevokeGrant(ctx, id, reason)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			s.log.ErrorContext(ctx, "revoke grant", "grant_ref", s.ref(id), "err", err)
+		s.dead.revokeGrant(id)
+	}
+	s.closeExecutions(ctx, ids)
+	var failed error
+	for _, id := range ids {
+		write := func(ctx context.Context) error {
+			_, err := s.opts.Store.RevokeGrant(ctx, id, reason)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
 			return err
 		}
-		if changed {
-			revoked = append(revoked, id)
+		if err := write(ctx); err != nil {
+			s.log.ErrorContext(ctx, "record grant revocation", "grant_ref", s.ref(id), "err", err)
+			s.recordLater("grant "+s.ref(id), write)
+			failed = fmt.Errorf("%w: %w", ErrNotRecorded, err)
 		}
 	}
-	if len(revoked) > 0 {
-		s.closeExecutions(ctx, revoked)
-	}
-	return nil
+	return failed
 }
 
 // closeExecutions closes what the revoked grants had open; a failure is

@@ -113,6 +113,9 @@ type Options struct {
 	// commands, output and undo snapshots) after grants were revoked
 	// (revoke, code replay, revoke-all, password rotation). Required.
 	Executions ExecutionCloser
+	// Background bounds work that outlives a request (retrying a
+	// revocation the database refused); nil means context.Background.
+	Background context.Context
 	Now        func() time.Time
 }
 
@@ -132,6 +135,10 @@ type Server struct {
 
 	mu         sync.Mutex
 	selections map[string]*selection // step-2 one-use tokens
+
+	// dead holds revocations in memory, ahead of the database
+	// (tombstone.go).
+	dead tombstones
 }
 
 // New builds a Server from opts, applying defaults.

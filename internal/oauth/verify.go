@@ -55,6 +55,9 @@ func (s *Server) Verify(ctx context.Context, token string) (*Principal, error) {
 	gen := s.opts.Store.AuthGeneration()
 	if p, ok := s.verified.get(hash, gen, s.now()); ok {
 		s.fromCache.Inc()
+		if s.dead.revoked(p.GrantID, p.GlobalEpoch) {
+			return nil, ErrTokenRevoked
+		}
 		return p, nil
 	}
 	s.fromStore.Inc()
@@ -110,7 +113,7 @@ func (s *Server) verifyStored(ctx context.Context, hash string) (*Principal, tim
 // grantUsable reports why a grant can no longer authorize anything.
 func (s *Server) grantUsable(g *store.Grant, globalEpoch int64) error {
 	switch {
-	case g.RevokedAt != nil, g.GlobalEpoch != globalEpoch:
+	case g.RevokedAt != nil, g.GlobalEpoch != globalEpoch, s.dead.revoked(g.ID, g.GlobalEpoch):
 		return ErrTokenRevoked
 	case g.ExpiresAt != nil && !s.now().Before(*g.ExpiresAt):
 		return ErrTokenExpired

@@ -585,7 +585,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	}
 	p := &Process{
 		id: id, group: group, m: m, grace: m.opts.Grace, sandboxRules: ev.Sandbox,
-		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir,
+		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir, root: l.root, readOnly: l.readOnly,
 		sup: sup, out: out, outR: outR, capKill: l.killOnCap,
 		exited: make(chan struct{}), outputDone: make(chan struct{}), done: make(chan struct{}),
 	}

@@ -96,6 +96,9 @@ type Process struct {
 	cgroupDir string // "" when the command has no cgroup
 	// sandboxRules lists the Landlock rules enforced; "" when unconfined.
 	sandboxRules string
+	// root is Spec.Root, readOnly Spec.ReadOnly (the disk guard's view).
+	root     string
+	readOnly bool
 
 	sup      *supervisorProc
 	ctlMu    sync.Mutex

@@ -132,10 +132,15 @@ func SandboxStateOf(o SandboxOptions) SandboxState {
 // Sandbox returns the confinement state, fixed at New.
 func (m *Manager) Sandbox() SandboxState { return m.sandbox }
 
+// scratchPath is group's scratch directory.
+func (m *Manager) scratchPath(group string) string {
+	sum := sha256.Sum256([]byte(group))
+	return filepath.Join(m.opts.Sandbox.ScratchDir, hex.EncodeToString(sum[:12]))
+}
+
 // scratchDir returns group's scratch directory, creating it (0700).
 func (m *Manager) scratchDir(group string) (string, error) {
-	sum := sha256.Sum256([]byte(group))
-	dir := filepath.Join(m.opts.Sandbox.ScratchDir, hex.EncodeToString(sum[:12]))
+	dir := m.scratchPath(group)
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return "", fmt.Errorf("%w: create the scratch directory: %v", ErrSpawn, err)
 	}
@@ -144,10 +149,7 @@ func (m *Manager) scratchDir(group string) (string, error) {
 
 // removeScratch deletes group's scratch directory, making its tree
 // writable first (a command may have left read-only directories).
-func (m *Manager) removeScratch(group string) {
-	sum := sha256.Sum256([]byte(group))
-	removeTree(filepath.Join(m.opts.Sandbox.ScratchDir, hex.EncodeToString(sum[:12])))
-}
+func (m *Manager) removeScratch(group string) { removeTree(m.scratchPath(group)) }
 
 func removeTree(dir string) {
 	if os.RemoveAll(dir) == nil {

@@ -144,16 +144,29 @@ func (s *Store) CloseExecutions(ctx context.Context, grantIDs []string, reason s
 		return nil, nil
 	}
 	var ids []string
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&executionRow{}).Where("grant_id IN ? AND closed_at IS NULL", grantIDs).Pluck("id", &ids).Error; err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		return tx.Model(&executionRow{}).Where("id IN ?", ids).
-			Updates(map[string]any{"closed_at": s.now(), "close_reason": reason}).Error
+	err := s.emergency(func() error {
+		return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&executionRow{}).Where("grant_id IN ? AND closed_at IS NULL", grantIDs).Pluck("id", &ids).Error; err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			return tx.Model(&executionRow{}).Where("id IN ?", ids).
+				Updates(map[string]any{"closed_at": s.now(), "close_reason": reason}).Error
+		})
 	})
+	return ids, err
+}
+
+// OpenExecutionsOf returns the IDs of the grants' open executions (a read:
+// it works on a full disk).
+func (s *Store) OpenExecutionsOf(ctx context.Context, grantIDs []string) ([]string, error) {
+	var ids []string
+	if len(grantIDs) == 0 {
+		return nil, nil
+	}
+	err := s.db.WithContext(ctx).Model(&executionRow{}).Where("grant_id IN ? AND closed_at IS NULL", grantIDs).Pluck("id", &ids).Error
 	return ids, err
 }
 

@@ -121,22 +121,24 @@ func (s *Store) Grants(ctx context.Context, includeRevoked bool) ([]*Grant, erro
 // whether the grant was active before; an unknown ID is ErrNotFound.
 func (s *Store) RevokeGrant(ctx context.Context, id, reason string) (bool, error) {
 	var changed bool
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var n int64
-		if err := tx.Model(&grantRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrNotFound
-		}
-		now := s.now()
-		res := tx.Model(&grantRow{}).Where("id = ? AND revoked_at IS NULL", id).
-			Updates(map[string]any{"revoked_at": now, "revoke_reason": reason})
-		if res.Error != nil {
-			return res.Error
-		}
-		changed = res.RowsAffected > 0
-		return tx.Model(&tokenRow{}).Where("grant_id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error
+	err := s.emergency(func() error {
+		return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var n int64
+			if err := tx.Model(&grantRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrNotFound
+			}
+			now := s.now()
+			res := tx.Model(&grantRow{}).Where("id = ? AND revoked_at IS NULL", id).
+				Updates(map[string]any{"revoked_at": now, "revoke_reason": reason})
+			if res.Error != nil {
+				return res.Error
+			}
+			changed = res.RowsAffected > 0
+			return tx.Model(&tokenRow{}).Where("grant_id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error
+		})
 	})
 	return changed, err
 }
@@ -165,23 +167,25 @@ func globalEpoch(db *gorm.DB) (int64, error) {
 func (s *Store) BumpGlobalEpoch(ctx context.Context, reason string) (int64, []string, error) {
 	var epoch int64
 	var ids []string
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec(`UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'global_epoch'`).Error; err != nil {
-			return err
-		}
-		var err error
-		if epoch, err = globalEpoch(tx); err != nil {
-			return err
-		}
-		if err := tx.Model(&grantRow{}).Where("revoked_at IS NULL").Pluck("id", &ids).Error; err != nil {
-			return err
-		}
-		now := s.now()
-		if err := tx.Model(&grantRow{}).Where("revoked_at IS NULL").
-			Updates(map[string]any{"revoked_at": now, "revoke_reason": reason}).Error; err != nil {
-			return err
-		}
-		return tx.Model(&tokenRow{}).Where("revoked_at IS NULL").Update("revoked_at", now).Error
+	err := s.emergency(func() error {
+		return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(`UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'global_epoch'`).Error; err != nil {
+				return err
+			}
+			var err error
+			if epoch, err = globalEpoch(tx); err != nil {
+				return err
+			}
+			if err := tx.Model(&grantRow{}).Where("revoked_at IS NULL").Pluck("id", &ids).Error; err != nil {
+				return err
+			}
+			now := s.now()
+			if err := tx.Model(&grantRow{}).Where("revoked_at IS NULL").
+				Updates(map[string]any{"revoked_at": now, "revoke_reason": reason}).Error; err != nil {
+				return err
+			}
+			return tx.Model(&tokenRow{}).Where("revoked_at IS NULL").Update("revoked_at", now).Error
+		})
 	})
 	return epoch, ids, err
 }

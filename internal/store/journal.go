@@ -56,7 +56,10 @@ func (s *Store) JournalRoom(ctx context.Context, executionID string, size int64,
 // AppendJournal records a successful patch.
 func (s *Store) AppendJournal(ctx context.Context, executionID, files, diff string) (int64, error) {
 	row := journalRow{ExecutionID: executionID, Files: files, Diff: diff, Bytes: int64(len(diff)), CreatedAt: s.now()}
-	err := s.db.WithContext(ctx).Session(&gorm.Session{}).Create(&row).Error
+	err := s.emergency(func() error {
+		row.ID = 0
+		return s.db.WithContext(ctx).Session(&gorm.Session{}).Create(&row).Error
+	})
 	return row.ID, err
 }
 

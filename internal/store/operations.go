@@ -187,9 +187,11 @@ func (s *Store) CompleteOperation(ctx context.Context, key OperationKey, result 
 	if result == nil {
 		result = []byte{} // committed rows always have a result, possibly empty
 	}
-	return s.leavePending(ctx, key, "complete operation",
-		`UPDATE operations SET state = ?, result = ?, completed_at = ? WHERE `+keyWhere+` AND state = ?`,
-		append([]any{string(OperationCommitted), result, s.now()}, append(key.args(), string(OperationPending))...)...)
+	return s.emergency(func() error {
+		return s.leavePending(ctx, key, "complete operation",
+			`UPDATE operations SET state = ?, result = ?, completed_at = ? WHERE `+keyWhere+` AND state = ?`,
+			append([]any{string(OperationCommitted), result, s.now()}, append(key.args(), string(OperationPending))...)...)
+	})
 }
 
 // MarkOperationUnknown moves the pending row for key to unknown: the effect

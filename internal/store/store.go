@@ -35,6 +35,9 @@ type Store struct {
 	now  func() time.Time
 	gen  *generations // AuthGeneration, WriteGeneration; nil for a read-only Store
 	lock *os.File     // the state directory's lock; nil for a read-only Store
+	// reserve is the state directory's disk reserve (reserve.go); nil for
+	// a read-only Store.
+	reserve *reserve
 }
 
 // Options tune Open. The zero value is the production default.
@@ -128,10 +131,12 @@ func Open(ctx context.Context, stateDir string, opts Options) (_ *Store, err err
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{db: db, now: func() time.Time { return now().UTC() }, gen: gen, lock: lock}
+	s := &Store{db: db, now: func() time.Time { return now().UTC() }, gen: gen, lock: lock,
+		reserve: &reserve{path: filepath.Join(stateDir, ReserveFile)}}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
+	s.reserve.restore() // best effort: a full disk at start leaves it for later
 	// WAL side files inherit the process umask; tighten them too.
 	for _, side := range []string{path + "-wal", path + "-shm"} {
 		if _, err := os.Stat(side); err == nil {

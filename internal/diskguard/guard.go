@@ -1,0 +1,482 @@
+// Package diskguard keeps one grant's commands from filling the disks
+// every grant and the Owner share (issue 31). It watches the free space of
+// the filesystems holding the state directory, the scratch directories
+// and the Projects commands run in. Below the reserve it stops the
+// execution writing the most there (its scratch directory emptied when it
+// lies there); below a quarter of the reserve Check refuses new commands
+// and patches there (ErrDiskLow). It also holds each execution's scratch
+// directory to its quota, stopping and emptying one that passes it.
+//
+// The bounds are polled, so they overshoot by what a writer writes between
+// two polls (Options.Tick/10 once a filesystem has less than twice the
+// reserve free; the quota's scan every Options.ScanEvery, or at once when
+// the scratch filesystem lost 64 MiB): the reserve absorbs that.
+package diskguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/process"
+)
+
+// ErrDiskLow is returned by Check for a path whose filesystem has less
+// free space than a quarter of the reserve.
+var ErrDiskLow = errors.New("disk space low")
+
+// Commands is the process manager's side.
+type Commands interface {
+	// Commands lists the live commands (with what they wrote).
+	Commands() []process.Running
+	// StopGroup kills an execution's commands, emptying its scratch
+	// directory when asked, and leaves the execution open.
+	StopGroup(group, reason string, empty bool) int
+}
+
+// Metrics receives the guard's measurements.
+type Metrics interface {
+	// DiskFree reports the free bytes of a watched filesystem by role:
+	// "state", "scratch" or "project" (the least free Project's).
+	DiskFree(role string, free int64)
+	// ScratchLargest reports the largest scratch directory in use.
+	ScratchLargest(bytes int64)
+}
+
+// Defaults.
+const (
+	DefaultTick       = 100 * time.Millisecond
+	DefaultScanEvery  = time.Second
+	DefaultMaxEntries = 500_000
+	// scanOnDrop: a scratch filesystem that lost this much free space
+	// since the last scan is scanned again at once.
+	scanOnDrop = 64 << 20
+)
+
+// Options configure a Guard.
+type Options struct {
+	// Reserve is the free space kept on every watched filesystem;
+	// ScratchMax bounds one execution's scratch directory.
+	Reserve, ScratchMax int64
+	// StateDir and ScratchBase are watched always; Projects lists the
+	// Project roots (watched too).
+	StateDir, ScratchBase string
+	Projects              func() []string
+	Commands              Commands
+	Log                   *slog.Logger
+	Metrics               Metrics
+	Tick, ScanEvery       time.Duration
+	// MaxEntries bounds a scratch directory's entries counted in one
+	// scan; a directory holding more is over its quota.
+	MaxEntries int
+}
+
+// Guard enforces the reserve and the scratch quota. It is safe for
+// concurrent use.
+type Guard struct {
+	opts Options
+	log  *slog.Logger
+
+	base *baseline // Run's goroutine only
+
+	mu      sync.Mutex
+	largest int64 // the largest scratch directory at the last scan
+	stopped map[string]int
+}
+
+// New returns a Guard; Run enforces it.
+func New(opts Options) *Guard {
+	if opts.Tick <= 0 {
+		opts.Tick = DefaultTick
+	}
+	if opts.ScanEvery <= 0 {
+		opts.ScanEvery = DefaultScanEvery
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Projects == nil {
+		opts.Projects = func() []string { return nil }
+	}
+	return &Guard{opts: opts, log: opts.Log.With("component", "diskguard"), stopped: map[string]int{}}
+}
+
+// Check returns ErrDiskLow (wrapped, naming the role, never the path) when
+// the filesystem of a path has less free space than a quarter of the
+// reserve: new commands and patches there are refused. Each call asks the
+// kernel (statfs, about a microsecond).
+func (g *Guard) Check(paths ...string) error {
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if free, ok := freeBytes(p); ok && free < g.opts.Reserve/4 {
+			return fmt.Errorf("%w: %d MiB free, %d MiB kept in reserve", ErrDiskLow, free>>20, g.opts.Reserve>>20)
+		}
+	}
+	return nil
+}
+
+// CheckCommand is Check for a new command: its output goes to the state
+// directory, its HOME and TMPDIR to the scratch directory, and unless it
+// is readOnly it writes root.
+func (g *Guard) CheckCommand(root string, writesRoot bool) error {
+	if !writesRoot {
+		root = ""
+	}
+	return g.Check(g.opts.StateDir, g.opts.ScratchBase, root)
+}
+
+// CheckPatch is Check for a patch (or an undo) of root: its files, and
+// its journal and snapshots in the state directory.
+func (g *Guard) CheckPatch(root string) error { return g.Check(g.opts.StateDir, root) }
+
+// FS is a watched filesystem's state (doctor, diagnostic, /readyz).
+type FS struct {
+	Role  string // state, scratch, project
+	Label string // the Project's path for a project ("" otherwise); callers decide what to show
+	Free  int64
+	Total int64
+	// Low: below the reserve (commands writing there are stopped);
+	// Refusing: below a quarter of it (new commands and patches refused).
+	Low, Refusing bool
+}
+
+// Status reports each watched filesystem once (the first role that names
+// it), asking the kernel now.
+func (g *Guard) Status() []FS {
+	var out []FS
+	seen := map[uint64]bool{}
+	for _, w := range g.watched(nil) {
+		var st syscall.Statfs_t
+		if syscall.Statfs(w.path, &st) != nil || seen[w.dev] {
+			continue
+		}
+		seen[w.dev] = true
+		free, total := int64(st.Bavail)*st.Bsize, int64(st.Blocks)*st.Bsize
+		out = append(out, FS{Role: w.role, Label: w.label, Free: free, Total: total, Low: free < g.opts.Reserve, Refusing: free < g.opts.Reserve/4})
+	}
+	return out
+}
+
+// Stopped reports how many executions the guard stopped, by reason.
+func (g *Guard) Stopped() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int, len(g.stopped))
+	for k, v := range g.stopped {
+		out[k] = v
+	}
+	return out
+}
+
+// Reserve is the configured reserve.
+func (g *Guard) Reserve() int64 { return g.opts.Reserve }
+
+// Run enforces the reserve and the quota until ctx is done. It polls
+// every Options.Tick, ten times as often while a watched filesystem has
+// less than twice the reserve free.
+func (g *Guard) Run(ctx context.Context) {
+	t := time.NewTimer(g.opts.Tick)
+	defer t.Stop()
+	var lastScan time.Time
+	scanFree := int64(-1)
+	idle := 0
+	next := g.opts.Tick
+	for {
+		t.Reset(next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		next = g.opts.Tick
+		cmds := g.opts.Commands.Commands()
+		if len(cmds) == 0 {
+			// Nothing writes: report free space about once a second.
+			if idle++; idle%10 == 1 {
+				g.report(nil)
+			}
+			continue
+		}
+		idle = 0
+		ws := g.report(cmds)
+		if lowest(ws, 2*g.opts.Reserve) != nil {
+			next = g.opts.Tick / 10
+		}
+		if low := lowest(ws, g.opts.Reserve); low != nil {
+			if g.stopHeaviest(*low, ws); g.base == nil {
+				// Let the stopped writer's end (and its emptied
+				// scratch) show before judging again.
+				next = g.opts.Tick
+			}
+			continue
+		}
+		g.base = nil
+		scratchFree := int64(-1)
+		for _, w := range ws {
+			if w.role == "scratch" {
+				scratchFree = w.free
+			}
+		}
+		if time.Since(lastScan) >= g.opts.ScanEvery || scanFree >= 0 && scanFree-scratchFree >= scanOnDrop {
+			g.enforceQuota(cmds)
+			lastScan, scanFree = time.Now(), scratchFree
+		}
+	}
+}
+
+// watch is one watched path with its filesystem.
+type watch struct {
+	role, label, path string
+	dev               uint64
+	free              int64
+}
+
+// watched lists the state directory, the scratch base, every Project and
+// the roots of cmds, with their devices (a path that cannot be read is
+// left out).
+func (g *Guard) watched(cmds []process.Running) []watch {
+	var out []watch
+	add := func(role, label, path string) {
+		var st syscall.Stat_t
+		if path == "" || syscall.Stat(path, &st) != nil {
+			return
+		}
+		out = append(out, watch{role: role, label: label, path: path, dev: uint64(st.Dev)})
+	}
+	add("state", "", g.opts.StateDir)
+	add("scratch", "", g.opts.ScratchBase)
+	roots := g.opts.Projects()
+	for _, c := range cmds {
+		roots = append(roots, c.Root)
+	}
+	seen := map[string]bool{}
+	for _, r := range roots {
+		if !seen[r] {
+			seen[r] = true
+			add("project", r, r)
+		}
+	}
+	return out
+}
+
+// report measures the watched filesystems and hands their free space to
+// the metrics.
+func (g *Guard) report(cmds []process.Running) []watch {
+	ws := g.watched(cmds)
+	projectFree := int64(-1)
+	for i := range ws {
+		free, ok := freeBytes(ws[i].path)
+		if !ok {
+			free = -1
+		}
+		ws[i].free = free
+		if g.opts.Metrics == nil || free < 0 {
+			continue
+		}
+		if ws[i].role == "project" {
+			if projectFree < 0 || free < projectFree {
+				projectFree = free
+			}
+		} else {
+			g.opts.Metrics.DiskFree(ws[i].role, free)
+		}
+	}
+	if g.opts.Metrics != nil && projectFree >= 0 {
+		g.opts.Metrics.DiskFree("project", projectFree)
+	}
+	return ws
+}
+
+// lowest returns the watched filesystem with the least free space below
+// reserve, nil when none is.
+func lowest(ws []watch, reserve int64) *watch {
+	var low *watch
+	for i := range ws {
+		if w := &ws[i]; w.free >= 0 && w.free < reserve && (low == nil || w.free < low.free) {
+			low = w
+		}
+	}
+	return low
+}
+
+// stopWhenDropping is how much free space a low filesystem must lose,
+// since the guard started watching it, before a writer is stopped: writes
+// that use no space (or a filesystem someone else frees) stop nothing.
+const stopWhenDropping = 4 << 20
+
+// baseline is what the guard saw when it started watching a low
+// filesystem: its free space and each command's write count. Only Run's
+// goroutine touches it.
+type baseline struct {
+	dev    uint64
+	free   int64
+	counts map[string]int64
+}
+
+// stopHeaviest stops the execution that wrote the most to low's
+// filesystem since the baseline, once that filesystem has lost
+// stopWhenDropping since then: what its processes wrote (when they write
+// there: a writable root there, or its scratch there), its output (when
+// the state is there). Its scratch directory is emptied when it lies
+// there. A command whose counts cannot be read is stopped when the space
+// drops and no readable command wrote.
+func (g *Guard) stopHeaviest(low watch, ws []watch) {
+	on := func(path string) bool {
+		for _, w := range ws {
+			if w.path == path {
+				return w.dev == low.dev
+			}
+		}
+		var st syscall.Stat_t
+		return syscall.Stat(path, &st) == nil && uint64(st.Dev) == low.dev
+	}
+	stateThere, scratchThere := on(g.opts.StateDir), on(g.opts.ScratchBase)
+	counts := map[string]int64{}
+	groupOf := map[string]string{}
+	var hidden []string
+	for _, c := range g.opts.Commands.Commands() {
+		rootThere := c.WritesRoot && on(c.Root)
+		if !rootThere && !scratchThere && !stateThere {
+			continue
+		}
+		var n int64
+		if rootThere || scratchThere {
+			n += c.Written
+		}
+		if stateThere {
+			n += c.OutputBytes
+		}
+		counts[c.ID], groupOf[c.ID] = n, c.Group
+		if c.Hidden && !slices.Contains(hidden, c.Group) {
+			hidden = append(hidden, c.Group)
+		}
+	}
+	b := g.base
+	if b == nil || b.dev != low.dev || low.free > b.free {
+		// Start watching (again: another filesystem, or space came back).
+		g.base = &baseline{dev: low.dev, free: low.free, counts: counts}
+		return
+	}
+	if b.free-low.free < stopWhenDropping {
+		return
+	}
+	grew := map[string]int64{}
+	for id, n := range counts {
+		if d := n - b.counts[id]; d > 0 {
+			grew[groupOf[id]] += d
+		}
+	}
+	stop := hidden
+	if len(grew) > 0 {
+		heaviest := ""
+		for gr, d := range grew {
+			if heaviest == "" || d > grew[heaviest] {
+				heaviest = gr
+			}
+		}
+		stop = []string{heaviest}
+	}
+	for _, gr := range stop {
+		n := g.opts.Commands.StopGroup(gr, process.ReasonDiskLow, scratchThere)
+		g.count(process.ReasonDiskLow)
+		g.log.Warn("free space below the reserve and falling: stopped the heaviest writer", "role", low.role, "free_mib", low.free>>20,
+			"reserve_mib", g.opts.Reserve>>20, "written_since", grew[gr], "counts_hidden", len(grew) == 0, "trees", n, "scratch_emptied", scratchThere)
+	}
+	if len(stop) == 0 {
+		g.log.Warn("free space below the reserve and falling, and no command writes there", "role", low.role, "free_mib", low.free>>20)
+	}
+	g.base = nil
+}
+
+// enforceQuota measures the scratch directory of each execution with a
+// live command and stops (and empties) those past the quota.
+func (g *Guard) enforceQuota(cmds []process.Running) {
+	seen := map[string]bool{}
+	var largest int64
+	for _, c := range cmds {
+		if seen[c.Group] || c.Scratch == "" {
+			continue
+		}
+		seen[c.Group] = true
+		size, over := usage(c.Scratch, g.opts.ScratchMax, g.opts.MaxEntries)
+		largest = max(largest, size)
+		if !over {
+			continue
+		}
+		n := g.opts.Commands.StopGroup(c.Group, process.ReasonScratchQuota, true)
+		g.count(process.ReasonScratchQuota)
+		g.log.Warn("scratch directory past its quota: stopped and emptied", "bytes", size, "quota", g.opts.ScratchMax, "trees", n)
+	}
+	g.mu.Lock()
+	g.largest = largest
+	g.mu.Unlock()
+	if g.opts.Metrics != nil {
+		g.opts.Metrics.ScratchLargest(largest)
+	}
+}
+
+func (g *Guard) count(reason string) {
+	g.mu.Lock()
+	g.stopped[reason]++
+	g.mu.Unlock()
+}
+
+// usage sums the allocated size of dir's tree (each inode once). over is
+// true once the sum passes limit or the tree has more than maxEntries
+// entries; the walk stops there.
+func usage(dir string, limit int64, maxEntries int) (size int64, over bool) {
+	type inode struct{ dev, ino uint64 }
+	linked := map[inode]bool{}
+	entries := 0
+	stop := errors.New("over")
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone meanwhile, or unreadable: skip
+		}
+		if entries++; entries > maxEntries {
+			return stop
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		if st.Nlink > 1 && !d.IsDir() {
+			k := inode{uint64(st.Dev), st.Ino}
+			if linked[k] {
+				return nil
+			}
+			linked[k] = true
+		}
+		if size += st.Blocks * 512; size > limit {
+			return stop
+		}
+		return nil
+	})
+	return size, errors.Is(err, stop)
+}
+
+// freeBytes is the space an unprivileged writer may still use on path's
+// filesystem.
+func freeBytes(path string) (int64, bool) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, false
+	}
+	return int64(st.Bavail) * st.Bsize, true
+}

@@ -1,0 +1,146 @@
+package mcpserver_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
+)
+
+// diskGrant is one grant of the disk tests with its open session.
+type diskGrant struct {
+	cs      *mcp.ClientSession
+	grantID string
+	me      map[string]any
+}
+
+func openDiskGrant(t *testing.T, env *apptest.Env, name, project string, scopes []string) *diskGrant {
+	t.Helper()
+	_, tok := env.Grant(apptest.Approval{Scopes: scopes, Projects: []string{project}})
+	p, err := env.App.OAuth().Verify(context.Background(), tok.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &diskGrant{cs: connect(t, env, tok.AccessToken, ""), grantID: p.GrantID, me: session(name)}
+	if sc, res := callTool(t, g.cs, "project_control", map[string]any{"action": "open", "operationId": "open"}, g.me); res.IsError {
+		t.Fatalf("%s open: %v", name, sc)
+	}
+	return g
+}
+
+// finish waits for a command's tree to be gone and returns its final
+// state.
+func (g *diskGrant) finish(t *testing.T, ref string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		sc, _ := callTool(t, g.cs, "read_process_output", map[string]any{"processRef": ref, "waitMs": 1000}, g.me)
+		if sc["status"] != "running" && sc["treeAlive"] != true {
+			return sc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("command still running after %s: %v", within, sc)
+		}
+	}
+}
+
+// works checks that g can still patch its Project and run a command.
+func (g *diskGrant) works(t *testing.T, op string) {
+	t.Helper()
+	patch := "*** Begin Patch\n*** Add File: " + op + ".txt\n+" + op + "\n*** End Patch\n"
+	if sc, res := callTool(t, g.cs, "apply_patch", map[string]any{"operationId": op + "-patch", "patch": patch, "ifMatch": map[string]any{op + ".txt": nil}}, g.me); res.IsError {
+		t.Errorf("%s: apply_patch: %v", op, sc)
+	}
+	if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": op + "-exec", "shell": true, "command": "cat " + op + ".txt"}, g.me); sc["status"] != "exited" || sc["output"] != op+"\n" {
+		t.Errorf("%s: exec_command: %v", op, sc)
+	}
+}
+
+// scratchFiles lists the files named name under the scratch directories.
+func scratchFiles(t *testing.T, env *apptest.Env, name string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(filepath.Dir(env.StateDir), "scratch"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == name {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestDiskGuard (issue 31, items 1–3): the state, the scratch directories
+// and the Projects share one small filesystem. A grant with read and
+// execute only fills its scratch: within seconds the guard stops it and
+// empties its scratch, another grant still patches and runs commands, and
+// the Owner's revoke works, also with the filesystem full.
+func TestDiskGuard(t *testing.T) {
+	base := testutil.SmallFS(t, 320<<20)
+	env := apptest.Start(t, apptest.Options{Dir: base, Projects: []string{"a", "b"},
+		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_DISK_RESERVE": "64MiB"}})
+	writer := openDiskGrant(t, env, "writer", "b", []string{"project:read", "project:write", "process:execute"})
+	filler := openDiskGrant(t, env, "filler", "a", []string{"project:read", "process:execute"})
+
+	start := time.Now()
+	sc, _ := callTool(t, filler.cs, "exec_command", map[string]any{"operationId": "fill", "shell": true,
+		"command": `head -c 1G /dev/zero > "$HOME/fill"; echo survived`}, filler.me)
+	end := filler.finish(t, sc["processRef"].(string), 30*time.Second)
+	t.Logf("filler ended after %s: %v", time.Since(start).Round(time.Millisecond), end)
+	if end["killReason"] != "disk_low" || strings.Contains(end["output"].(string), "survived") {
+		t.Fatalf("the filler was not stopped by the disk guard: %v", end)
+	}
+	if got := scratchFiles(t, env, "fill"); len(got) != 0 {
+		t.Errorf("the filler's scratch was not emptied: %v", got)
+	}
+	writer.works(t, "after-fill")
+	// The filler's execution stays open: its next command runs.
+	if sc, _ := callTool(t, filler.cs, "exec_command", map[string]any{"operationId": "again", "shell": true, "command": "echo again"}, filler.me); sc["output"] != "again\n" {
+		t.Errorf("the filler's next command: %v", sc)
+	}
+
+	// A write grant filling its Project: stopped too; its files stay.
+	projectFiller := openDiskGrant(t, env, "project-filler", "a", []string{"project:read", "project:write", "process:execute"})
+	sc, _ = callTool(t, projectFiller.cs, "exec_command", map[string]any{"operationId": "fill", "shell": true,
+		"command": `head -c 1G /dev/zero > big.bin; echo survived`}, projectFiller.me)
+	sc = projectFiller.finish(t, sc["processRef"].(string), 30*time.Second)
+	if sc["killReason"] != "disk_low" {
+		t.Fatalf("the Project filler was not stopped: %v", sc)
+	}
+	writer.works(t, "after-project-fill")
+	if err := os.Remove(filepath.Join(env.Roots["a"], "big.bin")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The filesystem full before the Owner revokes: the revoke works, the
+	// grant's token is refused, its scratch is gone.
+	victim := openDiskGrant(t, env, "victim", "a", []string{"project:read", "process:execute"})
+	if sc, _ := callTool(t, victim.cs, "exec_command", map[string]any{"operationId": "mark", "shell": true, "command": `echo x > "$HOME/victim-mark"`}, victim.me); sc["status"] != "exited" {
+		t.Fatalf("victim's command: %v", sc)
+	}
+	if got := scratchFiles(t, env, "victim-mark"); len(got) != 1 {
+		t.Fatalf("victim's scratch file: %v", got)
+	}
+	testutil.FillFS(t, filepath.Join(base, "filler-from-outside"))
+	if err := env.App.RevokeGrant(context.Background(), victim.grantID); err != nil {
+		t.Fatalf("revoke on a full disk: %v", err)
+	}
+	if _, err := victim.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}, Meta: victim.me}); err == nil {
+		t.Error("the revoked grant's token still works")
+	}
+	if got := scratchFiles(t, env, "victim-mark"); len(got) != 0 {
+		t.Errorf("the revoked grant's scratch survives: %v", got)
+	}
+	if _, err := env.App.RevokeAll(context.Background()); err != nil {
+		t.Fatalf("revoke-all on a full disk: %v", err)
+	}
+	if _, err := writer.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}, Meta: writer.me}); err == nil {
+		t.Error("a grant still works after revoke-all")
+	}
+}
