@@ -26,14 +26,23 @@ import (
 func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	code := app.Main(context.Background(), args, lookup, app.IO{Stdout: &out, Stderr: &errb})
+	code := app.Main(context.Background(), args, lookupOf(t, env), app.IO{Stdout: &out, Stderr: &errb})
 	return code, out.String(), errb.String()
+}
+
+// lookupOf looks env up, after giving it a HOME of the test's own when it
+// names none (kept for the test's next calls): a user always has one, CI's
+// root may not.
+func lookupOf(t *testing.T, env map[string]string) func(string) (string, bool) {
+	if _, ok := env["HOME"]; !ok {
+		env["HOME"] = t.TempDir()
+	}
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 }
 
 func envOf(e *apptest.Env) map[string]string {
 	m := map[string]string{}
-	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL", "DEVSPACE_LISTEN",
+	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL", "DEVSPACE_LISTEN",
 		"DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN"} {
 		if v, ok := e.LookupEnv(k); ok {
 			m[k] = v
@@ -204,8 +213,7 @@ func TestListenersAndLimits(t *testing.T) {
 	if code, _, stderr := run(t, vars, "init"); code != 0 {
 		t.Fatal(stderr)
 	}
-	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	cfg, err := config.Load(nil, lookup)
+	cfg, err := config.Load(nil, lookupOf(t, vars))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ func autoEnv(t *testing.T, metricsURL string) map[string]string {
 	}
 	env := map[string]string{
 		"DEVSPACE_STATE_DIR":           filepath.Join(dir, "state"),
+		"DEVSPACE_SCRATCH_DIR":         filepath.Join(dir, "scratch"),
 		"DEVSPACE_PROJECTS":            "alpha=" + proj,
 		"DEVSPACE_PUBLIC_BASE_URL":     "auto",
 		"DEVSPACE_CLOUDFLARED_METRICS": metricsURL,

@@ -26,7 +26,7 @@ func TestStartPrunesAfterListening(t *testing.T) {
 	if code, _, stderr := run(t, vars, "init"); code != 0 {
 		t.Fatal(stderr)
 	}
-	cfg, err := config.Load(nil, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	cfg, err := config.Load(nil, lookupOf(t, vars))
 	if err != nil {
 		t.Fatal(err)
 	}
