@@ -251,7 +251,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	eopts := edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: st, Instructions: a.bindings, Checkpoints: activity,
+	eopts := edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: a.bindings, Instructions: a.bindings, Checkpoints: activity,
 		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log}
 	if a.disk != nil {
 		eopts.Disk = a.disk

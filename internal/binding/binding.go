@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/ids"
@@ -106,6 +108,10 @@ type Service struct {
 	queue    *fifo
 	activity *Activity
 	threads  *store.Memo[[2]string, []*store.Thread] // Threads by grant and Actor
+	// closing holds executions closed in memory whose close is not
+	// recorded yet (CloseGrants): a call already past verification that
+	// reads the store now must not find them open.
+	closing sync.Map // execution ID -> struct{}
 }
 
 // New builds a Service.
@@ -401,7 +407,7 @@ func (s *Service) resolve(ctx context.Context, c Caller) (*store.Execution, proj
 // stale names why an execution no longer serves the caller, or "".
 func (s *Service) stale(c Caller, e *store.Execution) string {
 	switch {
-	case e.ClosedAt != nil:
+	case e.ClosedAt != nil, s.isClosing(e.ID):
 		return "closed"
 	case e.GrantID != c.GrantID, e.ClientID != c.ClientID:
 		return "grant"
@@ -432,10 +438,18 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 	if err != nil {
 		return err
 	}
+	for _, id := range ids {
+		s.closing.Store(id, struct{}{})
+	}
 	if len(ids) > 0 {
 		s.opts.Resources.CloseExecutions(ctx, ids, reason)
 	}
 	closed, err := s.opts.Store.CloseExecutions(ctx, grantIDs, reason)
+	if err == nil {
+		for _, id := range ids {
+			s.closing.Delete(id)
+		}
+	}
 	// An execution opened by a call already past verification when the
 	// grant was revoked: close what it owns too.
 	var late []string
@@ -448,6 +462,25 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 		s.opts.Resources.CloseExecutions(ctx, late, reason)
 	}
 	return err
+}
+
+func (s *Service) isClosing(id string) bool {
+	_, ok := s.closing.Load(id)
+	return ok
+}
+
+// ExecutionByID reads an execution as it is now: closed if CloseGrants
+// closed it in memory and has not recorded it yet (edits reads it again
+// once it holds a Project's lock, which a revocation's kill may free).
+func (s *Service) ExecutionByID(ctx context.Context, id string) (*store.Execution, error) {
+	e, err := s.opts.Store.ExecutionByID(ctx, id)
+	if err != nil || e.ClosedAt != nil || !s.isClosing(id) {
+		return e, err
+	}
+	closed := *e
+	now := time.Now()
+	closed.ClosedAt = &now
+	return &closed, nil
 }
 
 // CloseRemovedProjects closes executions on Projects that left the
