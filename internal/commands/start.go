@@ -98,6 +98,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	// Before the operation's record, which the low disk may refuse too.
+	if s.opts.Disk != nil {
+		if err := s.opts.Disk.CheckCommand(req.Project.Path, req.Sandbox != SandboxReadOnly); err != nil {
+			return View{}, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		}
+	}
 	o := req.Owner
 	key := operation.Key{GrantID: o.GrantID, ExecutionID: o.ExecutionID, Tool: "exec_command", OperationID: req.Command.OperationID}
 	var started *entry
@@ -145,11 +151,6 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 // table. Its errors wrap operation.ErrNotStarted unless the command ran.
 func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
 	proj, cmd := req.Project, req.Command
-	if s.opts.Disk != nil {
-		if err := s.opts.Disk.CheckCommand(proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
-		}
-	}
 	release, err := s.table.reserve(req.Owner.GrantID, proj.Ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)

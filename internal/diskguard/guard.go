@@ -8,7 +8,7 @@
 // directory to its quota, stopping and emptying one that passes it.
 //
 // The bounds are polled, so they overshoot by what a writer writes between
-// two polls (Options.Tick/10 once a filesystem has less than twice the
+// two polls (Options.Tick/4 once a filesystem has less than twice the
 // reserve free; the quota's scan every Options.ScanEvery, or at once when
 // the scratch filesystem lost 64 MiB): the reserve absorbs that.
 package diskguard
@@ -52,7 +52,7 @@ type Metrics interface {
 
 // Defaults.
 const (
-	DefaultTick       = 100 * time.Millisecond
+	DefaultTick       = 20 * time.Millisecond
 	DefaultScanEvery  = time.Second
 	DefaultMaxEntries = 500_000
 	// scanOnDrop: a scratch filesystem that lost this much free space
@@ -84,7 +84,11 @@ type Guard struct {
 	opts Options
 	log  *slog.Logger
 
-	base *baseline // Run's goroutine only
+	// Run's goroutine only: the low filesystem's baseline, and the
+	// scratch directories of the groups running at the last scan and of
+	// those that ended just before it.
+	base           *baseline
+	running, ended map[string]string
 
 	mu      sync.Mutex
 	largest int64 // the largest scratch directory at the last scan
@@ -183,9 +187,10 @@ func (g *Guard) Stopped() map[string]int {
 // Reserve is the configured reserve.
 func (g *Guard) Reserve() int64 { return g.opts.Reserve }
 
-// Run enforces the reserve and the quota until ctx is done. It polls
-// every Options.Tick, ten times as often while a watched filesystem has
-// less than twice the reserve free.
+// Run enforces the reserve and the quota until ctx is done. While
+// commands run it polls every Options.Tick, four times as often while a
+// watched filesystem has less than twice the reserve free; otherwise
+// about once a second.
 func (g *Guard) Run(ctx context.Context) {
 	t := time.NewTimer(g.opts.Tick)
 	defer t.Stop()
@@ -203,26 +208,36 @@ func (g *Guard) Run(ctx context.Context) {
 		next = g.opts.Tick
 		cmds := g.opts.Commands.Commands()
 		if len(cmds) == 0 {
+			if len(g.running)+len(g.ended) > 0 {
+				g.enforceQuota(nil) // the last commands' scratch, once more
+			}
 			// Nothing writes: report free space about once a second.
-			if idle++; idle%10 == 1 {
+			if idle++; idle%50 == 1 {
 				g.report(nil)
 			}
 			continue
 		}
 		idle = 0
 		ws := g.report(cmds)
-		if lowest(ws, 2*g.opts.Reserve) != nil {
-			next = g.opts.Tick / 10
+		if near := lowest(ws, 2*g.opts.Reserve); near != nil {
+			// Close to the reserve: poll faster, and count from here what
+			// each command writes, so that the one to stop is known the
+			// moment the reserve is crossed.
+			next = g.opts.Tick / 4
+			if b := g.base; b == nil || b.dev != near.dev || near.free > b.free {
+				g.base = g.baselineOf(*near, ws)
+			}
+		} else {
+			g.base = nil
 		}
 		if low := lowest(ws, g.opts.Reserve); low != nil {
-			if g.stopHeaviest(*low, ws); g.base == nil {
+			if g.stopHeaviest(*low, ws) {
 				// Let the stopped writer's end (and its emptied
 				// scratch) show before judging again.
 				next = g.opts.Tick
 			}
 			continue
 		}
-		g.base = nil
 		scratchFree := int64(-1)
 		for _, w := range ws {
 			if w.role == "scratch" {
@@ -325,14 +340,17 @@ type baseline struct {
 	counts map[string]int64
 }
 
-// stopHeaviest stops the execution that wrote the most to low's
-// filesystem since the baseline, once that filesystem has lost
-// stopWhenDropping since then: what its processes wrote (when they write
-// there: a writable root there, or its scratch there), its output (when
-// the state is there). Its scratch directory is emptied when it lies
-// there. A command whose counts cannot be read is stopped when the space
-// drops and no readable command wrote.
-func (g *Guard) stopHeaviest(low watch, ws []watch) {
+// writes is what each command there wrote to low's filesystem: what its
+// processes wrote (when they write there: a writable root there, or its
+// scratch there), its output (when the state is there).
+type writes struct {
+	counts       map[string]int64  // by command
+	groupOf      map[string]string // command -> group
+	hidden       []string          // groups with a command whose counts cannot be read
+	scratchThere bool
+}
+
+func (g *Guard) writesTo(low watch, ws []watch) writes {
 	on := func(path string) bool {
 		for _, w := range ws {
 			if w.path == path {
@@ -342,43 +360,56 @@ func (g *Guard) stopHeaviest(low watch, ws []watch) {
 		var st syscall.Stat_t
 		return syscall.Stat(path, &st) == nil && uint64(st.Dev) == low.dev
 	}
-	stateThere, scratchThere := on(g.opts.StateDir), on(g.opts.ScratchBase)
-	counts := map[string]int64{}
-	groupOf := map[string]string{}
-	var hidden []string
+	stateThere := on(g.opts.StateDir)
+	out := writes{counts: map[string]int64{}, groupOf: map[string]string{}, scratchThere: on(g.opts.ScratchBase)}
 	for _, c := range g.opts.Commands.Commands() {
 		rootThere := c.WritesRoot && on(c.Root)
-		if !rootThere && !scratchThere && !stateThere {
+		if !rootThere && !out.scratchThere && !stateThere {
 			continue
 		}
 		var n int64
-		if rootThere || scratchThere {
+		if rootThere || out.scratchThere {
 			n += c.Written
 		}
 		if stateThere {
 			n += c.OutputBytes
 		}
-		counts[c.ID], groupOf[c.ID] = n, c.Group
-		if c.Hidden && !slices.Contains(hidden, c.Group) {
-			hidden = append(hidden, c.Group)
+		out.counts[c.ID], out.groupOf[c.ID] = n, c.Group
+		if c.Hidden && !slices.Contains(out.hidden, c.Group) {
+			out.hidden = append(out.hidden, c.Group)
 		}
 	}
+	return out
+}
+
+func (g *Guard) baselineOf(w watch, ws []watch) *baseline {
+	return &baseline{dev: w.dev, free: w.free, counts: g.writesTo(w, ws).counts}
+}
+
+// stopHeaviest stops the execution that wrote the most to low's
+// filesystem since the baseline, once that filesystem has lost
+// stopWhenDropping since then. Its scratch directory is emptied when it
+// lies there. A command whose counts cannot be read is stopped when the
+// space drops and no readable command wrote. It reports whether it
+// stopped anything.
+func (g *Guard) stopHeaviest(low watch, ws []watch) bool {
 	b := g.base
 	if b == nil || b.dev != low.dev || low.free > b.free {
 		// Start watching (again: another filesystem, or space came back).
-		g.base = &baseline{dev: low.dev, free: low.free, counts: counts}
-		return
+		g.base = g.baselineOf(low, ws)
+		return false
 	}
 	if b.free-low.free < stopWhenDropping {
-		return
+		return false
 	}
+	now := g.writesTo(low, ws)
 	grew := map[string]int64{}
-	for id, n := range counts {
+	for id, n := range now.counts {
 		if d := n - b.counts[id]; d > 0 {
-			grew[groupOf[id]] += d
+			grew[now.groupOf[id]] += d
 		}
 	}
-	stop := hidden
+	stop := now.hidden
 	if len(grew) > 0 {
 		heaviest := ""
 		for gr, d := range grew {
@@ -389,33 +420,49 @@ func (g *Guard) stopHeaviest(low watch, ws []watch) {
 		stop = []string{heaviest}
 	}
 	for _, gr := range stop {
-		n := g.opts.Commands.StopGroup(gr, process.ReasonDiskLow, scratchThere)
+		n := g.opts.Commands.StopGroup(gr, process.ReasonDiskLow, now.scratchThere)
 		g.count(process.ReasonDiskLow)
 		g.log.Warn("free space below the reserve and falling: stopped the heaviest writer", "role", low.role, "free_mib", low.free>>20,
-			"reserve_mib", g.opts.Reserve>>20, "written_since", grew[gr], "counts_hidden", len(grew) == 0, "trees", n, "scratch_emptied", scratchThere)
+			"reserve_mib", g.opts.Reserve>>20, "written_since", grew[gr], "counts_hidden", len(grew) == 0, "trees", n, "scratch_emptied", now.scratchThere)
 	}
 	if len(stop) == 0 {
 		g.log.Warn("free space below the reserve and falling, and no command writes there", "role", low.role, "free_mib", low.free>>20)
 	}
 	g.base = nil
+	return len(stop) > 0
 }
 
 // enforceQuota measures the scratch directory of each execution with a
-// live command and stops (and empties) those past the quota.
+// live command, and once more of each whose last command ended since the
+// previous scan (a writer quicker than a scan), and stops (and empties)
+// those past the quota.
 func (g *Guard) enforceQuota(cmds []process.Running) {
-	seen := map[string]bool{}
-	var largest int64
+	scan := map[string]string{}
+	for gr, dir := range g.ended {
+		scan[gr] = dir
+	}
+	live := map[string]string{}
 	for _, c := range cmds {
-		if seen[c.Group] || c.Scratch == "" {
-			continue
+		if c.Scratch != "" {
+			live[c.Group], scan[c.Group] = c.Scratch, c.Scratch
 		}
-		seen[c.Group] = true
-		size, over := usage(c.Scratch, g.opts.ScratchMax, g.opts.MaxEntries)
+	}
+	// Groups running at this scan and not at the next get one scan more.
+	g.ended = map[string]string{}
+	for gr, dir := range g.running {
+		if _, ok := live[gr]; !ok {
+			g.ended[gr] = dir
+		}
+	}
+	g.running = live
+	var largest int64
+	for gr, dir := range scan {
+		size, over := usage(dir, g.opts.ScratchMax, g.opts.MaxEntries)
 		largest = max(largest, size)
 		if !over {
 			continue
 		}
-		n := g.opts.Commands.StopGroup(c.Group, process.ReasonScratchQuota, true)
+		n := g.opts.Commands.StopGroup(gr, process.ReasonScratchQuota, true)
 		g.count(process.ReasonScratchQuota)
 		g.log.Warn("scratch directory past its quota: stopped and emptied", "bytes", size, "quota", g.opts.ScratchMax, "trees", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +77,30 @@ func scratchFiles(t *testing.T, env *apptest.Env, name string) []string {
 	return out
 }
 
+// waitNoScratchFile waits until no scratch directory holds a file named
+// name (the guard empties a scratch directory once the stopped commands'
+// trees are gone, just after they show so).
+func waitNoScratchFile(t *testing.T, env *apptest.Env, name string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := scratchFiles(t, env, name)
+		if len(got) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scratch files survive: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func freeMiB(path string) int64 {
+	var st syscall.Statfs_t
+	_ = syscall.Statfs(path, &st)
+	return int64(st.Bavail) * st.Bsize >> 20
+}
+
 // TestDiskGuard (issue 31, items 1–3): the state, the scratch directories
 // and the Projects share one small filesystem. A grant with read and
 // execute only fills its scratch: within seconds the guard stops it and
@@ -85,9 +110,19 @@ func TestDiskGuard(t *testing.T) {
 	base := testutil.SmallFS(t, 320<<20)
 	env := apptest.Start(t, apptest.Options{Dir: base, Projects: []string{"a", "b"},
 		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_DISK_RESERVE": "64MiB"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range strings.Split(env.Logs.String(), "\n") {
+				if strings.Contains(l, "diskguard") {
+					t.Log(l)
+				}
+			}
+		}
+	})
 	writer := openDiskGrant(t, env, "writer", "b", []string{"project:read", "project:write", "process:execute"})
 	filler := openDiskGrant(t, env, "filler", "a", []string{"project:read", "process:execute"})
 
+	before := freeMiB(base)
 	start := time.Now()
 	sc, _ := callTool(t, filler.cs, "exec_command", map[string]any{"operationId": "fill", "shell": true,
 		"command": `head -c 1G /dev/zero > "$HOME/fill"; echo survived`}, filler.me)
@@ -96,8 +131,13 @@ func TestDiskGuard(t *testing.T) {
 	if end["killReason"] != "disk_low" || strings.Contains(end["output"].(string), "survived") {
 		t.Fatalf("the filler was not stopped by the disk guard: %v", end)
 	}
-	if got := scratchFiles(t, env, "fill"); len(got) != 0 {
-		t.Errorf("the filler's scratch was not emptied: %v", got)
+	waitNoScratchFile(t, env, "fill")
+	// The kernel frees a removed file's blocks just after its last
+	// holder is gone: the space comes back soon, all of it.
+	for deadline := time.Now().Add(5 * time.Second); freeMiB(base) < before-8; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the filler's space did not come back: %d MiB free, %d before", freeMiB(base), before)
+		}
 	}
 	writer.works(t, "after-fill")
 	// The filler's execution stays open: its next command runs.
@@ -107,11 +147,15 @@ func TestDiskGuard(t *testing.T) {
 
 	// A write grant filling its Project: stopped too; its files stay.
 	projectFiller := openDiskGrant(t, env, "project-filler", "a", []string{"project:read", "project:write", "process:execute"})
+	t.Logf("%d MiB free before the Project filler", freeMiB(base))
 	sc, _ = callTool(t, projectFiller.cs, "exec_command", map[string]any{"operationId": "fill", "shell": true,
 		"command": `head -c 1G /dev/zero > big.bin; echo survived`}, projectFiller.me)
+	if sc["processRef"] == nil {
+		t.Fatalf("the Project filler's command: %v", sc)
+	}
 	sc = projectFiller.finish(t, sc["processRef"].(string), 30*time.Second)
 	if sc["killReason"] != "disk_low" {
-		t.Fatalf("the Project filler was not stopped: %v", sc)
+		t.Fatalf("the Project filler was not stopped (%d MiB free now): %v", freeMiB(base), sc)
 	}
 	writer.works(t, "after-project-fill")
 	if err := os.Remove(filepath.Join(env.Roots["a"], "big.bin")); err != nil {
@@ -134,13 +178,39 @@ func TestDiskGuard(t *testing.T) {
 	if _, err := victim.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}, Meta: victim.me}); err == nil {
 		t.Error("the revoked grant's token still works")
 	}
-	if got := scratchFiles(t, env, "victim-mark"); len(got) != 0 {
-		t.Errorf("the revoked grant's scratch survives: %v", got)
-	}
+	waitNoScratchFile(t, env, "victim-mark")
 	if _, err := env.App.RevokeAll(context.Background()); err != nil {
 		t.Fatalf("revoke-all on a full disk: %v", err)
 	}
 	if _, err := writer.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}, Meta: writer.me}); err == nil {
 		t.Error("a grant still works after revoke-all")
+	}
+}
+
+// TestScratchQuota (issue 31, item 1): an execution's scratch directory
+// past DEVSPACE_SCRATCH_MAX is stopped and emptied, while its command runs
+// and when a quick writer ended before a scan; the execution goes on.
+func TestScratchQuota(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"a"},
+		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_SCRATCH_MAX": "32MiB"}})
+	g := openDiskGrant(t, env, "quota", "a", []string{"project:read", "process:execute"})
+
+	sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "loop", "shell": true,
+		"command": `while :; do head -c 1M /dev/zero >> "$HOME/loop"; done`}, g.me)
+	end := g.finish(t, sc["processRef"].(string), 30*time.Second)
+	if end["killReason"] != "scratch_quota" {
+		t.Fatalf("the writer past its scratch quota: %v", end)
+	}
+	waitNoScratchFile(t, env, "loop")
+
+	// Quicker than a scan: 64 MiB written, the command ended.
+	if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "quick", "shell": true,
+		"command": `head -c 64M /dev/zero > "$HOME/quick" && echo wrote`}, g.me); sc["output"] != "wrote\n" {
+		t.Fatalf("quick writer: %v", sc)
+	}
+	waitNoScratchFile(t, env, "quick")
+	if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "next", "shell": true,
+		"command": `head -c 1M /dev/zero > "$HOME/small" && echo fine`}, g.me); sc["output"] != "fine\n" {
+		t.Errorf("a command within the quota after the stop: %v", sc)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 )
 
 // procEntry is one process as /proc/<pid>/stat describes it.
@@ -108,4 +110,47 @@ func descendantsOf(root int) []procEntry {
 		queue = append(queue, children[pid]...)
 	}
 	return out
+}
+
+// hasChildrenLists tells whether the kernel keeps children lists
+// (CONFIG_PROC_CHILDREN).
+var hasChildrenLists = sync.OnceValue(func() bool {
+	pid := strconv.Itoa(os.Getpid())
+	_, err := os.Stat("/proc/" + pid + "/task/" + pid + "/children")
+	return err == nil
+})
+
+// treeBelow returns every process below root, root excluded, from the
+// kernel's children lists (/proc/<pid>/task/<tid>/children): a walk as
+// long as the tree, not the machine's whole process table. ok is false
+// on a kernel without them; a process forked during the walk may be
+// missed.
+func treeBelow(root int) (pids []int, ok bool) {
+	if !hasChildrenLists() {
+		return nil, false
+	}
+	queue := []int{root}
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 {
+		dir := "/proc/" + strconv.Itoa(queue[0]) + "/task/"
+		queue = queue[1:]
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil && !seen[c] {
+					seen[c] = true
+					pids = append(pids, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return pids, true
 }

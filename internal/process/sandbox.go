@@ -151,6 +151,20 @@ func (m *Manager) scratchDir(group string) (string, error) {
 // writable first (a command may have left read-only directories).
 func (m *Manager) removeScratch(group string) { removeTree(m.scratchPath(group)) }
 
+// emptyDir removes what dir holds and keeps dir itself: a command of the
+// group starting meanwhile has its Landlock rule on dir's inode, which a
+// new directory of the same name would not be.
+func emptyDir(dir string) {
+	_ = os.Chmod(dir, 0o700) // a command may have made it read-only
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		removeTree(filepath.Join(dir, e.Name()))
+	}
+}
+
 func removeTree(dir string) {
 	if os.RemoveAll(dir) == nil {
 		return

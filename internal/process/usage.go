@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kill reasons of the disk guard (internal/diskguard).
@@ -55,7 +56,7 @@ func (m *Manager) Commands() []Running {
 		}
 		r := Running{ID: p.id, Group: p.group, Root: p.root, WritesRoot: !p.readOnly, Scratch: m.scratchPath(p.group),
 			OutputBytes: st.OutputBytes}
-		for _, pid := range append([]int{p.pid}, pids(descendantsOf(p.pid))...) {
+		for _, pid := range p.treePIDs() {
 			n, ok := writtenBytes(pid)
 			r.Written += n
 			r.Hidden = r.Hidden || !ok
@@ -68,10 +69,11 @@ func (m *Manager) Commands() []Running {
 // ScratchBase is the directory holding the scratch directories.
 func (m *Manager) ScratchBase() string { return m.opts.Sandbox.ScratchDir }
 
-// StopGroup kills group's live commands with reason and, when empty is
-// set, empties its scratch directory once they are gone. Unlike KillGroup
-// the group stays open: its next command may start. It returns how many
-// trees it killed.
+// StopGroup kills group's live commands with reason at once (SIGKILL, no
+// grace: a writer filling a disk gets no time to write more) and, when
+// empty is set, empties its scratch directory once they are gone. Unlike
+// KillGroup the group stays open: its next command may start. It returns
+// how many trees it killed.
 func (m *Manager) StopGroup(group, reason string, empty bool) int {
 	m.mu.Lock()
 	var ps []*Process
@@ -81,13 +83,36 @@ func (m *Manager) StopGroup(group, reason string, empty bool) int {
 		}
 	}
 	m.mu.Unlock()
-	n := killAll(ps, reason)
+	n := 0
+	for _, p := range ps {
+		if p.requestKillGrace(reason, 0) {
+			n++
+		}
+	}
+	bound := time.NewTimer(killBound)
+	defer bound.Stop()
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-bound.C:
+		}
+	}
 	if empty {
-		dir := m.scratchPath(group)
-		removeTree(dir)
-		_ = os.Mkdir(dir, 0o700)
+		emptyDir(m.scratchPath(group))
 	}
 	return n
+}
+
+// treePIDs lists the command's processes: those below its supervisor
+// (a child subreaper, so daemons that left the main process are there
+// too), else the main process and its descendants.
+func (p *Process) treePIDs() []int {
+	if p.sup != nil && p.sup.cmd != nil && p.sup.cmd.Process != nil {
+		if below, ok := treeBelow(p.sup.cmd.Process.Pid); ok {
+			return below
+		}
+	}
+	return append([]int{p.pid}, pids(descendantsOf(p.pid))...)
 }
 
 func pids(es []procEntry) []int {
