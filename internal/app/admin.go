@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/httpserver"
 	"github.com/devspace-dev/devspace/internal/oauth"
@@ -28,11 +30,25 @@ func (a *App) RevokeAll(ctx context.Context) (int, error) {
 
 // RotatePassword sets a new Owner password, then ends every grant.
 // Registered clients stay, so hosts can re-authorize without registering.
+// Both hold in this process first (issue 31): on a full disk the password
+// is written after revoke-all stopped the grants' commands and removed
+// their scratch, with the store's reserve if need be, and retried until
+// it lands (oauth.ErrNotRecorded).
 func (a *App) RotatePassword(ctx context.Context, password []byte) (int, error) {
-	if err := a.auth.SetPassword(password); err != nil {
-		return 0, fmt.Errorf("set password: %w", err)
+	perr := a.auth.SetPassword(password)
+	if perr != nil && !errors.Is(perr, authstate.ErrNotWritten) {
+		return 0, fmt.Errorf("set password: %w", perr)
 	}
-	return a.oauth.RevokeAll(ctx, "password_rotated")
+	n, err := a.oauth.RevokeAll(ctx, "password_rotated")
+	if perr == nil {
+		return n, err
+	}
+	persist := func(context.Context) error { return a.store.Emergency(a.auth.Persist) }
+	if perr = persist(ctx); perr != nil {
+		a.oauth.RecordLater("owner password", persist)
+		return n, fmt.Errorf("%w: owner password: %w", oauth.ErrNotRecorded, perr)
+	}
+	return n, err
 }
 
 // ListProjects is Projects for the CLI's adminAPI.

@@ -311,7 +311,12 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 	if note != nil {
 		fmt.Fprintf(note, "(no server answered on %s; read the state in %s directly)\n", cfg.ControlListen, cfg.StateDir)
 	}
-	return fn(a)
+	err = fn(a)
+	if errors.Is(err, oauth.ErrNotRecorded) {
+		// Nothing holds it in memory once this command exits.
+		return fmt.Errorf("not everything was recorded: the disk of %s is full; free space there and run the command again", cfg.StateDir)
+	}
+	return err
 }
 
 // stateStarted reports whether dir holds any of DevSpace's state files
@@ -417,26 +422,38 @@ func runGrants(ctx context.Context, args []string, env Env, stdio IO) error {
 		})
 	case "revoke":
 		return withAdmin(ctx, cfg, func(adm adminAPI) error {
-			if err := adm.RevokeGrant(ctx, id); err != nil {
-				if errors.Is(err, oauth.ErrGrantNotFound) {
-					return fmt.Errorf("no grant with ID %s (see `devspace grants list --all`)", id)
-				}
+			err := adm.RevokeGrant(ctx, id)
+			if errors.Is(err, oauth.ErrGrantNotFound) {
+				return fmt.Errorf("no grant with ID %s (see `devspace grants list --all`)", id)
+			}
+			if err != nil && !errors.Is(err, oauth.ErrNotRecorded) {
 				return err
 			}
 			fmt.Fprintf(stdio.Stdout, "Grant %s revoked.\n", id)
+			warnNotRecorded(stdio.Stderr, err, cfg)
 			return nil
 		})
 	case "revoke-all":
 		return withAdmin(ctx, cfg, func(adm adminAPI) error {
 			n, err := adm.RevokeAll(ctx)
-			if err != nil {
+			if err != nil && !errors.Is(err, oauth.ErrNotRecorded) {
 				return err
 			}
 			fmt.Fprintf(stdio.Stdout, "Revoked %d grant(s); every token and execution has ended.\n", n)
+			warnNotRecorded(stdio.Stderr, err, cfg)
 			return nil
 		})
 	default:
 		return usageError(fmt.Sprintf("unknown grants command %q", sub))
+	}
+}
+
+// warnNotRecorded tells the Owner when the running server holds what they
+// asked but could not write it (oauth.ErrNotRecorded: a full disk).
+func warnNotRecorded(w io.Writer, err error, cfg *config.Config) {
+	if errors.Is(err, oauth.ErrNotRecorded) {
+		fmt.Fprintf(w, "warning: the running server holds this (the tokens are refused, the commands stopped), but could not record it: "+
+			"the disk of %s is full. It retries every few seconds; free space there. Until it is recorded, a restart of the server would undo it.\n", cfg.StateDir)
 	}
 }
 
@@ -499,10 +516,11 @@ func runRotate(ctx context.Context, args []string, env Env, stdio IO) error {
 	}
 	return withAdmin(ctx, cfg, func(adm adminAPI) error {
 		n, err := adm.RotatePassword(ctx, password)
-		if err != nil {
+		if err != nil && !errors.Is(err, oauth.ErrNotRecorded) {
 			return err
 		}
 		fmt.Fprintf(stdio.Stdout, "Owner password changed; %d grant(s) ended.\n", n)
+		warnNotRecorded(stdio.Stderr, err, cfg)
 		if generated {
 			fmt.Fprintf(stdio.Stdout, "New Owner password (shown once):\n\n    %s\n\n", password)
 		}

@@ -188,7 +188,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 				roots = append(roots, p.Path)
 			}
 			return roots
-		}, Commands: procs, Log: a.log, Metrics: diskMetrics{a.metrics}})
+		}, Commands: procs, Log: a.log, Metrics: diskMetrics{a.metrics}, RestoreReserve: a.store.RestoreReserve})
 	go a.outputs.Run(a.bg)
 	go a.disk.Run(a.bg)
 	return nil

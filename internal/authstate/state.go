@@ -240,31 +240,47 @@ func (s *State) VerifyPassword(ctx context.Context, password []byte) (bool, erro
 }
 
 // SetPassword replaces the Owner password: it hashes password with the
-// current DefaultParams and a new salt, rewrites auth.json atomically, and
-// only then makes the new verifier current. On error the old password stays
-// valid on disk and in memory. It returns ErrPasswordLength for a password
-// of the wrong length. It does not change the master key, and it does not
+// current DefaultParams and a new salt, makes the new verifier current,
+// then rewrites auth.json atomically. The Owner rotates a password they
+// fear is known, so the new one holds in this process first, also when the
+// disk is full (issue 31): a write that fails returns ErrNotWritten
+// (wrapped) and leaves the old auth.json whole; Persist retries it. It
+// returns ErrPasswordLength for a password of the wrong length, and then
+// changes nothing. It does not change the master key, and it does not
 // revoke anything: the caller bumps the global epoch.
 func (s *State) SetPassword(password []byte) error {
 	if err := checkPasswordLen(password); err != nil {
 		return err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	v, err := newVerifier(password, s.hashParams)
 	if err != nil {
 		return err
 	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	next := *s.file
 	next.Password = encodeVerifier(v)
-	if err := writeAuthFile(s.path, &next); err != nil {
-		return fmt.Errorf("set password: %w", err)
-	}
 	s.file = &next
 	s.mu.Lock()
 	s.v = v
 	s.mu.Unlock()
+	if err := writeAuthFile(s.path, &next); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotWritten, err)
+	}
 	return nil
+}
+
+// ErrNotWritten is returned (wrapped) by SetPassword when the new password
+// holds in this process but auth.json could not be written (a full
+// disk); Persist writes it again.
+var ErrNotWritten = errors.New("set in the running process, but auth.json was not written")
+
+// Persist writes auth.json as this process holds it (after SetPassword
+// returned ErrNotWritten).
+func (s *State) Persist() error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return writeAuthFile(s.path, s.file)
 }
 
 // Derive returns the 32-byte key for purpose: HKDF-SHA256 of the master

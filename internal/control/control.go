@@ -45,8 +45,11 @@ type ProjectInfo struct {
 }
 
 // RevokeAllResult reports how many grants an emergency action ended.
+// NotRecorded is set when the action holds in the running server but its
+// record failed (a full disk): the server retries it.
 type RevokeAllResult struct {
-	Revoked int `json:"revoked"`
+	Revoked     int  `json:"revoked"`
+	NotRecorded bool `json:"notRecorded,omitempty"`
 }
 
 // RotateRequest carries a new Owner password.
@@ -120,8 +123,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		return fmt.Errorf("control API answered %s", resp.Status)
 	}
-	if out != nil {
+	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// notRecorded is oauth.ErrNotRecorded when the server said so.
+func notRecorded(r RevokeAllResult) error {
+	if r.NotRecorded {
+		return oauth.ErrNotRecorded
 	}
 	return nil
 }
@@ -138,21 +149,29 @@ func (c *Client) Grants(ctx context.Context, all bool) ([]oauth.GrantSummary, er
 
 // RevokeGrant revokes one grant.
 func (c *Client) RevokeGrant(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/v1/grants/"+url.PathEscape(id)+"/revoke", nil, nil)
+	var out RevokeAllResult
+	if err := c.do(ctx, http.MethodPost, "/v1/grants/"+url.PathEscape(id)+"/revoke", nil, &out); err != nil {
+		return err
+	}
+	return notRecorded(out)
 }
 
 // RevokeAll ends every grant.
 func (c *Client) RevokeAll(ctx context.Context) (int, error) {
 	var out RevokeAllResult
-	err := c.do(ctx, http.MethodPost, "/v1/revoke-all", nil, &out)
-	return out.Revoked, err
+	if err := c.do(ctx, http.MethodPost, "/v1/revoke-all", nil, &out); err != nil {
+		return 0, err
+	}
+	return out.Revoked, notRecorded(out)
 }
 
 // RotatePassword sets a new Owner password; every grant ends.
 func (c *Client) RotatePassword(ctx context.Context, password string) (int, error) {
 	var out RevokeAllResult
-	err := c.do(ctx, http.MethodPost, "/v1/owner/rotate-password", RotateRequest{Password: password}, &out)
-	return out.Revoked, err
+	if err := c.do(ctx, http.MethodPost, "/v1/owner/rotate-password", RotateRequest{Password: password}, &out); err != nil {
+		return 0, err
+	}
+	return out.Revoked, notRecorded(out)
 }
 
 // Projects lists the configured Projects as the running server sees them.

@@ -76,6 +76,11 @@ type Options struct {
 	// MaxEntries bounds a scratch directory's entries counted in one
 	// scan; a directory holding more is over its quota.
 	MaxEntries int
+	// RestoreReserve, when set, re-creates the state directory's reserve
+	// (store.RestoreReserve) after an emergency write used it; the guard
+	// calls it about once a second while the state filesystem has the
+	// reserve free.
+	RestoreReserve func() bool
 }
 
 // Guard enforces the reserve and the scratch quota. It is safe for
@@ -213,7 +218,7 @@ func (g *Guard) Run(ctx context.Context) {
 			}
 			// Nothing writes: report free space about once a second.
 			if idle++; idle%50 == 1 {
-				g.report(nil)
+				g.restoreReserve(g.report(nil))
 			}
 			continue
 		}
@@ -245,8 +250,22 @@ func (g *Guard) Run(ctx context.Context) {
 			}
 		}
 		if time.Since(lastScan) >= g.opts.ScanEvery || scanFree >= 0 && scanFree-scratchFree >= scanOnDrop {
+			g.restoreReserve(ws)
 			g.enforceQuota(cmds)
 			lastScan, scanFree = time.Now(), scratchFree
+		}
+	}
+}
+
+// restoreReserve re-creates the store's reserve when the state
+// filesystem has the guard's reserve free.
+func (g *Guard) restoreReserve(ws []watch) {
+	if g.opts.RestoreReserve == nil {
+		return
+	}
+	for _, w := range ws {
+		if w.role == "state" && w.free >= g.opts.Reserve {
+			g.opts.RestoreReserve()
 		}
 	}
 }

@@ -207,7 +207,12 @@ func (s *Server) controlEngine() *gin.Engine {
 		c.JSON(http.StatusOK, grants)
 	})
 	v1.POST("/grants/:id/revoke", func(c *gin.Context) {
-		if err := s.opts.Admin.RevokeGrant(c.Request.Context(), c.Param("id")); err != nil {
+		err := s.opts.Admin.RevokeGrant(c.Request.Context(), c.Param("id"))
+		if errors.Is(err, oauth.ErrNotRecorded) {
+			c.JSON(http.StatusOK, control.RevokeAllResult{NotRecorded: true})
+			return
+		}
+		if err != nil {
 			s.controlError(c, err)
 			return
 		}
@@ -215,11 +220,7 @@ func (s *Server) controlEngine() *gin.Engine {
 	})
 	v1.POST("/revoke-all", func(c *gin.Context) {
 		n, err := s.opts.Admin.RevokeAll(c.Request.Context())
-		if err != nil {
-			s.controlError(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, control.RevokeAllResult{Revoked: n})
+		s.controlRevoked(c, n, err)
 	})
 	v1.POST("/owner/rotate-password", func(c *gin.Context) {
 		var req control.RotateRequest
@@ -228,11 +229,7 @@ func (s *Server) controlEngine() *gin.Engine {
 			return
 		}
 		n, err := s.opts.Admin.RotatePassword(c.Request.Context(), []byte(req.Password))
-		if err != nil {
-			s.controlError(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, control.RevokeAllResult{Revoked: n})
+		s.controlRevoked(c, n, err)
 	})
 	v1.GET("/projects", func(c *gin.Context) { c.JSON(http.StatusOK, s.opts.Admin.Projects()) })
 	return e
@@ -249,6 +246,17 @@ func (s *Server) controlAuth() gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// controlRevoked answers an emergency action that ended n grants: done,
+// done but not yet recorded (oauth.ErrNotRecorded: it holds in this
+// process and is retried), or failed.
+func (s *Server) controlRevoked(c *gin.Context, n int, err error) {
+	if err != nil && !errors.Is(err, oauth.ErrNotRecorded) {
+		s.controlError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, control.RevokeAllResult{Revoked: n, NotRecorded: err != nil})
 }
 
 func (s *Server) controlError(c *gin.Context, err error) {

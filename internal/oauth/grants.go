@@ -104,7 +104,7 @@ func (s *Server) RevokeAll(ctx context.Context, reason string) (int, error) {
 	}
 	if err := write(ctx); err != nil {
 		s.log.ErrorContext(ctx, "record the global epoch bump", "err", err)
-		s.recordLater(reason, write)
+		s.RecordLater(reason, write)
 		return len(ids), fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	s.audit(ctx, reason, "", "", map[string]any{"grants": len(ids)})
@@ -129,7 +129,7 @@ func (s *Server) revokeGrants(ctx context.Context, ids []string, reason string) 
 		}
 		if err := write(ctx); err != nil {
 			s.log.ErrorContext(ctx, "record grant revocation", "grant_ref", s.ref(id), "err", err)
-			s.recordLater("grant "+s.ref(id), write)
+			s.RecordLater("grant "+s.ref(id), write)
 			failed = fmt.Errorf("%w: %w", ErrNotRecorded, err)
 		}
 	}

@@ -61,9 +61,9 @@ const (
 	recordRetryMax   = 30 * time.Second
 )
 
-// recordLater retries write until it succeeds or the server's background
+// RecordLater retries write until it succeeds or the server's background
 // context ends, backing off from a second to thirty.
-func (s *Server) recordLater(what string, write func(ctx context.Context) error) {
+func (s *Server) RecordLater(what string, write func(ctx context.Context) error) {
 	bg := s.opts.Background
 	if bg == nil {
 		bg = context.Background()

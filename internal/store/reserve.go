@@ -99,6 +99,11 @@ func IsDiskFull(err error) bool {
 	return strings.Contains(err.Error(), "database or disk is full")
 }
 
+// Emergency runs write, one of the Owner's emergency writes outside the
+// database (auth.json after a password rotation); when it meets a full
+// disk, it releases the reserve and runs it once more.
+func (s *Store) Emergency(write func() error) error { return s.emergency(write) }
+
 // emergency runs write; when it meets a full disk, it releases the reserve
 // and runs it once more.
 func (s *Store) emergency(write func() error) error {
