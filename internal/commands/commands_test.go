@@ -34,22 +34,24 @@ func TestMain(m *testing.M) {
 // rig is a commands service on real parts: a process manager running
 // this binary as supervisor, SQLite, the retention and undo snapshots.
 type rig struct {
-	svc   *commands.Service
-	procs *process.Manager
-	locks *rootlock.Locks
-	undo  *undo.Store
-	root  *os.Root
-	proj  project.Root
-	dir   string
-	out   string // spool directory
+	svc     *commands.Service
+	procs   *process.Manager
+	outputs *retention.Retention
+	locks   *rootlock.Locks
+	undo    *undo.Store
+	root    *os.Root
+	proj    project.Root
+	dir     string
+	out     string // spool directory
 }
 
 // rigOptions choose how the rig's commands run; the zero value is
 // unconfined, with a cgroup where one is writable.
 type rigOptions struct {
-	landlock bool // confine commands (as the server does by default)
-	noCgroup bool // no per-command cgroup
-	cgroup   bool // require a per-command cgroup (the test is skipped without one)
+	landlock bool  // confine commands (as the server does by default)
+	noCgroup bool  // no per-command cgroup
+	cgroup   bool  // require a per-command cgroup (the test is skipped without one)
+	maxSpool int64 // the spool's total (process.Options.MaxSpoolBytes); 0 is the default
 }
 
 func newRig(t *testing.T) *rig { return newRigWith(t, rigOptions{}) }
@@ -76,7 +78,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	r := &rig{dir: dir, out: filepath.Join(dir, "output"), proj: project.Root{Ref: "prj_1", Label: "p", Path: projDir}, locks: rootlock.New()}
 	procs, err := process.New(process.Options{SupervisorPath: exe, SupervisorEnv: []string{"GORACE=atexit_sleep_ms=0"},
 		SpoolDir: r.out, Sandbox: process.SandboxOptions{Off: !o.landlock, ScratchDir: filepath.Join(dir, "scratch")},
-		Grace: 200 * time.Millisecond, DisableCgroup: o.noCgroup, Subreaper: true})
+		Grace: 200 * time.Millisecond, DisableCgroup: o.noCgroup, Subreaper: true, MaxSpoolBytes: o.maxSpool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +87,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.outputs = outputs
 	if r.undo, err = undo.NewStore(undo.Options{Dir: filepath.Join(dir, "snapshots")}); err != nil {
 		t.Fatal(err)
 	}

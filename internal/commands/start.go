@@ -169,7 +169,8 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
 		Env: process.MergeEnv(s.baseEnv, cmd.Environment),
 		TTY: cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
-		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
+		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes,
+		Share: req.Owner.GrantID} // the grant's share of the spool: one grant's output never crowds out another's
 	if spec.Timeout == 0 {
 		spec.Timeout = DefaultTimeout
 	}

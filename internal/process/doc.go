@@ -61,11 +61,15 @@
 // exactly the order of the writes; under a pty they are one stream anyway,
 // including the echo of the input. Output goes to a spool file under
 // Options.SpoolDir (created 0600 at the first byte), capped per process
-// (Spec.MaxOutputBytes, 64 MiB by default) and per Manager
-// (Options.MaxSpoolBytes, 1 GiB). Beyond a cap bytes are counted and
-// dropped, State.Truncated is set, and the last 64 KiB stay in memory for
-// Tail; the command keeps running (unless Spec.KillOnOutputLimit) and is
-// never blocked by a full pipe. Memory per process is bounded (a 64 KiB
+// (Spec.MaxOutputBytes, 64 MiB by default), per owner (Spec.Share, the
+// grant; Options.SpoolShareBytes, a quarter of the total by default) and
+// per Manager (Options.MaxSpoolBytes, 1 GiB). Beyond a cap bytes are
+// counted and dropped, State.Truncated is set, and the last 64 KiB stay
+// in memory for Tail; the first 64 KiB are kept whatever the owner's
+// share and the total say, so every command keeps its head and its tail.
+// The command keeps running (unless Spec.KillOnOutputLimit) and is never
+// blocked by a full pipe. SpoolPressure tells whoever retires finished
+// output that a share or the total is near. Memory per process is bounded (a 64 KiB
 // read buffer, the 64 KiB tail ring, at most 4 MiB of queued stdin)
 // whatever the output rate. Spool files outlive their processes until
 // Process.Remove; sweeping old ones at startup is the caller's job.

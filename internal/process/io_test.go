@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -394,21 +396,75 @@ func mustReadAt(t *testing.T, p *Process, off int64, n int) []byte {
 	return b
 }
 
+// TestSpoolBudget: the spool's total and each owner's share bound what
+// spool files keep; past either, a command keeps its first 64 KiB and its
+// last, and the reason is counted. Remove gives the bytes back, and the
+// retention is told when a bound is near (SpoolPressure).
 func TestSpoolBudget(t *testing.T) {
-	m := newTestManager(t, Options{MaxSpoolBytes: 100 << 10}, false)
-	a := startT(t, m, sh("head -c 80000 /dev/zero"))
-	waitDone(t, a, 10*time.Second)
-	b := startT(t, m, sh("head -c 80000 /dev/zero"))
-	waitDone(t, b, 10*time.Second)
-	if a.Size() != 80000 || b.Size() != 100<<10-80000 || !b.State().Truncated {
-		t.Errorf("sizes %d, %d", a.Size(), b.Size())
+	met := &testMetrics{}
+	m := newTestManager(t, Options{MaxSpoolBytes: 512 << 10, SpoolShareBytes: 256 << 10, Metrics: met}, false)
+	run := func(owner string, n int, cap int64) *Process {
+		t.Helper()
+		spec := sh(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; printf END", n-3))
+		spec.Share, spec.MaxOutputBytes = owner, cap
+		p := startT(t, m, spec)
+		waitDone(t, p, 10*time.Second)
+		return p
 	}
-	if err := a.Remove(); err != nil {
+	const head = 64 << 10
+	type want struct {
+		size      int64
+		truncated bool
+	}
+	check := func(name string, p *Process, w want) {
+		t.Helper()
+		st := p.State()
+		if got := (want{p.Size(), st.Truncated}); got != w || st.OutputBytes != 200000 {
+			t.Errorf("%s: kept %+v of %d bytes, want %+v", name, got, st.OutputBytes, w)
+		}
+		if b := p.Head(1); string(b) != "x" {
+			t.Errorf("%s: head %q", name, b)
+		}
+		if b := p.Tail(3); string(b) != "END" {
+			t.Errorf("%s: tail %q", name, b)
+		}
+	}
+	a1 := run("a", 200000, 0)
+	check("a's first command", a1, want{200000, false})
+	select {
+	case <-m.SpoolPressure():
+		t.Errorf("pressure signalled with every bound far")
+	default:
+	}
+	a2 := run("a", 200000, 0)
+	check("a's second command, past its share", a2, want{head, true})
+	select {
+	case <-m.SpoolPressure():
+	default:
+		t.Errorf("no pressure signalled past a share")
+	}
+	b1 := run("b", 200000, 0)
+	check("b's command beside a over its share", b1, want{200000, false})
+	c1 := run("c", 200000, 0)
+	check("c's command past the total", c1, want{head, true})
+	if got, want := m.OwnerRetainedBytes(), map[string]int64{"a": 200000 + head, "b": 200000, "c": head}; !maps.Equal(got, want) {
+		t.Errorf("per owner: %v, want %v", got, want)
+	}
+	if got, want := m.RetainedBytes(), int64(400000+2*head); got != want {
+		t.Errorf("retained %d, want %d", got, want)
+	}
+	if err := a1.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	c := startT(t, m, sh("head -c 80000 /dev/zero"))
-	waitDone(t, c, 10*time.Second)
-	if c.Size() != 80000 {
-		t.Errorf("budget not returned by Remove: %d", c.Size())
+	if a3 := run("a", 100000, 0); a3.Size() != 100000 {
+		t.Errorf("share not returned by Remove: kept %d of 100000", a3.Size())
+	}
+	if d := run("d", 5000, 1000); d.Size() != 1000 || !d.State().Truncated {
+		t.Errorf("command cap: kept %d of 5000, want 1000", d.Size())
+	}
+	met.mu.Lock()
+	defer met.mu.Unlock()
+	if want := map[string]int{TruncatedGrantShare: 1, TruncatedSpoolFull: 1, TruncatedCommandCap: 1}; !maps.Equal(met.truncation, want) {
+		t.Errorf("truncations counted: %v, want %v", met.truncation, want)
 	}
 }

@@ -67,10 +67,11 @@ func testServerMain(args []string) int {
 
 // testMetrics records what the Manager reports.
 type testMetrics struct {
-	mu      sync.Mutex
-	kills   map[string]int
-	orphans int
-	running int
+	mu         sync.Mutex
+	kills      map[string]int
+	orphans    int
+	running    int
+	truncation map[string]int
 }
 
 func (t *testMetrics) ProcessKilled(reason string) {
@@ -92,6 +93,15 @@ func (t *testMetrics) RunningChanged(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running = n
+}
+
+func (t *testMetrics) OutputTruncated(reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.truncation == nil {
+		t.truncation = map[string]int{}
+	}
+	t.truncation[reason]++
 }
 
 var _ Metrics = (*testMetrics)(nil)

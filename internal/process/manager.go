@@ -45,8 +45,8 @@ var ptySize = pty.Winsize{Cols: 120, Rows: 40}
 
 // Metrics receives the process layer's measurements; the app adapts it to
 // Prometheus (processes_running, process_kills_total{reason},
-// process_orphans_killed_total). Implementations must be safe for
-// concurrent use.
+// process_orphans_killed_total, output_truncated_total{reason}).
+// Implementations must be safe for concurrent use.
 type Metrics interface {
 	// ProcessKilled counts one tree kill with its reason.
 	ProcessKilled(reason string)
@@ -55,13 +55,18 @@ type Metrics interface {
 	OrphansKilled(n int)
 	// RunningChanged reports the number of live trees.
 	RunningChanged(n int)
+	// OutputTruncated counts one command whose output stopped reaching
+	// its spool file, with the bound that stopped it (TruncatedCommandCap,
+	// TruncatedGrantShare, TruncatedSpoolFull, TruncatedFileError).
+	OutputTruncated(reason string)
 }
 
 type nopMetrics struct{}
 
-func (nopMetrics) ProcessKilled(string) {}
-func (nopMetrics) OrphansKilled(int)    {}
-func (nopMetrics) RunningChanged(int)   {}
+func (nopMetrics) ProcessKilled(string)   {}
+func (nopMetrics) OrphansKilled(int)      {}
+func (nopMetrics) RunningChanged(int)     {}
+func (nopMetrics) OutputTruncated(string) {}
 
 var _ Metrics = nopMetrics{}
 
@@ -102,6 +107,13 @@ type Options struct {
 	// MaxSpoolBytes bounds the output all spools of this Manager retain
 	// until Remove; default DefaultMaxSpoolBytes.
 	MaxSpoolBytes int64
+	// SpoolShareBytes bounds what the spools of one owner (Spec.Share: the
+	// server passes the grant) retain, so that one owner's output never
+	// crowds out another's; default a quarter of MaxSpoolBytes
+	// (DEVSPACE_OUTPUT_GRANT_SHARE). Past it, or past MaxSpoolBytes, a
+	// command's output is truncated, except its first 64 KiB (the last
+	// 64 KiB stay in memory, as past every bound).
+	SpoolShareBytes int64
 	// StartTimeout bounds the supervisor handshake; default
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -141,7 +153,7 @@ type Manager struct {
 	opts    Options
 	log     *slog.Logger
 	metrics Metrics
-	budget  spoolBudget
+	budget  *spoolBudget
 	sandbox SandboxState
 	// cgroup is the parent cgroup directory, "" when cgroups are off;
 	// supervisorPath is the binary supervisors run. Both are found once,
@@ -213,6 +225,9 @@ func New(opts Options) (*Manager, error) {
 	if opts.MaxSpoolBytes <= 0 {
 		opts.MaxSpoolBytes = DefaultMaxSpoolBytes
 	}
+	if opts.SpoolShareBytes <= 0 {
+		opts.SpoolShareBytes = opts.MaxSpoolBytes / 4
+	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
@@ -245,7 +260,7 @@ func New(opts Options) (*Manager, error) {
 		opts:               opts,
 		log:                opts.Logger.With("component", "process"),
 		metrics:            opts.Metrics,
-		budget:             spoolBudget{limit: opts.MaxSpoolBytes},
+		budget:             newSpoolBudget(opts.MaxSpoolBytes, opts.SpoolShareBytes),
 		perGroup:           make(map[string]int),
 		procs:              make(map[string]*Process),
 		sandbox:            SandboxStateOf(opts.Sandbox),
@@ -342,9 +357,9 @@ func (m *Manager) SpoolFiles() ([]SpoolFile, error) {
 	return out, nil
 }
 
-// AdoptOutput counts an output file a previous run left against the
-// total spool budget (size bytes).
-func (m *Manager) AdoptOutput(id string, size int64) { m.budget.adopt(id, size) }
+// AdoptOutput counts an output file a previous run left (size bytes)
+// against the total spool budget and owner's share.
+func (m *Manager) AdoptOutput(id, owner string, size int64) { m.budget.adopt(id, owner, size) }
 
 // RemoveOutput deletes spool id's file and gives its bytes back to the
 // budget. Use it for output no Process in memory owns any more (Remove
@@ -367,6 +382,21 @@ func (m *Manager) RetainedBytes() int64 { return m.budget.usedBytes() }
 
 // MaxRetainedBytes is the total spool budget (Options.MaxSpoolBytes).
 func (m *Manager) MaxRetainedBytes() int64 { return m.opts.MaxSpoolBytes }
+
+// OwnerRetainedBytes returns how many output bytes the spool files of
+// each owner (Spec.Share) hold, running commands' included; owners
+// without output are absent. The map is the caller's.
+func (m *Manager) OwnerRetainedBytes() map[string]int64 { return m.budget.ownerBytes() }
+
+// MaxOwnerRetainedBytes is one owner's share of the spool
+// (Options.SpoolShareBytes).
+func (m *Manager) MaxOwnerRetainedBytes() int64 { return m.opts.SpoolShareBytes }
+
+// SpoolPressure is signalled (one pending signal at most) when a
+// command's output could not be kept whole for its owner's share or the
+// total budget, or leaves either above 90% of its bound: whoever keeps
+// finished output (the retention) should retire some of it.
+func (m *Manager) SpoolPressure() <-chan struct{} { return m.budget.pressure }
 
 // CgroupEnabled reports whether commands get their own cgroup v2.
 func (m *Manager) CgroupEnabled() bool { return m.cgroup() != "" }
@@ -474,7 +504,7 @@ func (m *Manager) release(p *Process) {
 // for its report.
 func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process, err error) {
 	id := newID()
-	out := newSpool(id, m.spoolPath(id), l.maxOutput, &m.budget)
+	out := newSpool(id, l.share, m.spoolPath(id), l.maxOutput, m.budget)
 	var parentEnds, childEnds []*os.File
 	defer func() {
 		// Only the supervisor (and then the command) may hold the child

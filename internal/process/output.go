@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -8,80 +9,23 @@ import (
 )
 
 // tailRingSize is how much of the latest output is kept in memory once the
-// spool is full, so that Tail still shows how the command ended. It exceeds
-// the inline output limit (40,000 bytes) on purpose.
+// output is truncated (a cap, the owner's share or the total reached), so
+// that Tail still shows how the command ended. It exceeds the inline
+// output limit (40,000 bytes) on purpose.
 const tailRingSize = 64 << 10
 
-// spoolBudget bounds the bytes all spool files of one Manager retain. It
-// counts per spool ID, so that giving a file's bytes back (forget) is
-// idempotent whoever does it: the Process that wrote the file, or the
-// retention that later deletes it by ID.
-type spoolBudget struct {
-	mu          sync.Mutex
-	used, limit int64
-	by          map[string]int64
-}
-
-// reserve grants up to n bytes to spool id.
-func (b *spoolBudget) reserve(id string, n int64) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n = max(0, min(n, b.limit-b.used))
-	if n > 0 {
-		if b.by == nil {
-			b.by = make(map[string]int64)
-		}
-		b.used += n
-		b.by[id] += n
-	}
-	return n
-}
-
-// release gives back n of the bytes reserved to id (a short write).
-func (b *spoolBudget) release(id string, n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n = min(n, b.by[id])
-	b.used -= n
-	if b.by[id] -= n; b.by[id] <= 0 {
-		delete(b.by, id)
-	}
-}
-
-// adopt counts a file a previous run left (at start).
-func (b *spoolBudget) adopt(id string, n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.by == nil {
-		b.by = make(map[string]int64)
-	}
-	b.used += n - b.by[id]
-	b.by[id] = n
-}
-
-// forget gives back everything reserved to id; a second call is a no-op.
-func (b *spoolBudget) forget(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= b.by[id]
-	delete(b.by, id)
-}
-
-func (b *spoolBudget) usedBytes() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
 // spool is the retained output of one process: the first bytes up to the
-// cap in a file (created 0600 at the first byte, so that commands without
-// output cost no file), a count of everything produced, and (once the cap
-// is hit) a ring with the latest bytes. A single goroutine appends; readers
+// cap (or as far as its owner's share and the total budget allow, but
+// never fewer than headKeepSize) in a file (created 0600 at the first
+// byte, so that commands without output cost no file), a count of
+// everything produced, and (once a bound is hit) a ring with the latest
+// bytes. A single goroutine appends; readers
 // may run concurrently. Once the output reached its end the file is closed
 // (seal) and reads open it on demand, so that finished commands hold no
 // descriptor.
 type spool struct {
 	id     string
+	owner  string // whose share the file counts in (Spec.Share)
 	path   string
 	limit  int64
 	budget *spoolBudget
@@ -99,8 +43,8 @@ type spool struct {
 	removed   bool
 }
 
-func newSpool(id, path string, limit int64, budget *spoolBudget) *spool {
-	return &spool{id: id, path: path, limit: limit, budget: budget}
+func newSpool(id, owner, path string, limit int64, budget *spoolBudget) *spool {
+	return &spool{id: id, owner: owner, path: path, limit: limit, budget: budget}
 }
 
 // file returns the spool file, creating it on first use (append only).
@@ -118,17 +62,26 @@ func (s *spool) file() *os.File {
 	return s.f
 }
 
-// append records b. It reports whether this call started truncation.
-func (s *spool) append(b []byte) (startedTruncation bool) {
+// append records b. When this call started truncation it returns why:
+// one of the Truncated* reasons; "" otherwise.
+func (s *spool) append(b []byte) (truncation string) {
 	f := s.file()
 	s.mu.Lock()
 	truncated, retained, removed := s.truncated, s.retained, s.removed
 	s.mu.Unlock()
 	var written int64
+	var cut string // which bound keeps part of b out of the file
 	if !truncated && !removed && f != nil {
 		want := min(int64(len(b)), s.limit-retained)
+		if want < int64(len(b)) {
+			cut = TruncatedCommandCap
+		}
 		if want > 0 {
-			want = s.budget.reserve(s.id, want)
+			granted, budgetCut := s.budget.reserve(s.id, s.owner, retained, want)
+			if granted < want {
+				cut = budgetCut
+			}
+			want = granted
 		}
 		if want > 0 {
 			n, _ := f.WriteAt(b[:want], retained)
@@ -143,11 +96,11 @@ func (s *spool) append(b []byte) (startedTruncation bool) {
 	s.total += int64(len(b))
 	s.retained += written
 	if written == int64(len(b)) {
-		return false
+		return ""
 	}
 	if !s.truncated {
 		s.truncated = true
-		startedTruncation = true
+		truncation = cmp.Or(cut, TruncatedFileError) // no bound: the file failed
 		s.ring = make([]byte, tailRingSize)
 		// Seed the ring with the end of what the file holds.
 		n := min(s.retained, tailRingSize)
@@ -157,7 +110,7 @@ func (s *spool) append(b []byte) (startedTruncation bool) {
 		}
 	}
 	s.pushRing(b[written:])
-	return startedTruncation
+	return truncation
 }
 
 func (s *spool) pushRing(b []byte) {

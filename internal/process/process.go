@@ -388,13 +388,14 @@ func (p *Process) readOutput() {
 		n, err := p.outR.Read(buf)
 		if n > 0 {
 			p.readBsy.Store(true)
-			started := p.out.append(buf[:n])
+			truncation := p.out.append(buf[:n])
 			p.mu.Lock()
 			p.changedLocked()
 			p.mu.Unlock()
 			p.readBsy.Store(false)
-			if started {
-				p.log.Info("output truncated at the spool cap")
+			if truncation != "" {
+				p.log.Info("output truncated", "reason", truncation)
+				p.m.metrics.OutputTruncated(truncation)
 				if p.capKill {
 					go p.Kill(ReasonOutputLimit)
 				}

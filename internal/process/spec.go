@@ -80,6 +80,11 @@ type Spec struct {
 	// KillOnOutputLimit kills the tree (reason "output_limit") as soon as
 	// output is dropped, instead of letting the command run on.
 	KillOnOutputLimit bool
+
+	// Share names the owner whose share of the spool
+	// (Options.SpoolShareBytes) this command's output counts in; the
+	// server passes the grant's ID. Commands that name none share "".
+	Share string
 }
 
 // launch is a validated, resolved Spec.
@@ -98,6 +103,7 @@ type launch struct {
 	root      string
 	readOnly  bool
 	readPaths []string
+	share     string
 }
 
 func invalid(format string, args ...any) error {
@@ -110,7 +116,7 @@ func resolve(spec Spec) (launch, error) {
 	l := launch{
 		dir: spec.Dir, env: spec.Env, tty: spec.TTY, stdin: spec.Stdin, closeIn: spec.CloseStdin,
 		timeout: spec.Timeout, maxOutput: spec.MaxOutputBytes, killOnCap: spec.KillOnOutputLimit,
-		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths,
+		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths, share: spec.Share,
 	}
 	switch {
 	case spec.Shell && (spec.Program != "" || len(spec.Args) > 0):

@@ -2,11 +2,13 @@
 // one SQLite record per command (refs, binding, final state) beside its
 // spool file, which the process package wrote. Records and files go
 // together — when the command's execution closes, when the output
-// expires (24 h after the command ended), or when the spool nears its
-// total cap (oldest ended output first) — and a restart reconciles them:
-// commands that were running are recorded as killed, files without a
-// record are deleted, and what is kept counts against the spool budget
-// again.
+// expires (24 h after the command ended), when its grant nears its share
+// of the spool (that grant's earliest ended output first), or when the
+// spool nears its total cap or the records their bound (from the grant
+// holding the most first) — and a restart reconciles them: commands that
+// were running are recorded as killed, files without a record are
+// deleted, and what is kept counts against the spool budget and its
+// grant's share again.
 package retention
 
 import (
@@ -34,17 +36,53 @@ const (
 // running when a previous server run ended.
 const ReasonServerRestart = "server_restart"
 
-// Spool is the process manager's side: the files and their budget.
+// pressureGap is the least time between two sweeps the spool's pressure
+// asks for: a flood signals it at every command.
+const pressureGap = time.Second
+
+// Reasons output is retired, for Metrics.OutputsRetired.
+const (
+	RetiredExpired         = "expired"
+	RetiredExecutionClosed = "execution_closed"
+	// RetiredRecordBound: past MaxRecords, from the grant holding the
+	// most records.
+	RetiredRecordBound = "record_bound"
+	// RetiredGrantShare: its grant neared its share of the spool.
+	RetiredGrantShare = "grant_share"
+	// RetiredSpoolFull: the spool neared its total, from the grant
+	// holding the most (never while a grant is over its share).
+	RetiredSpoolFull = "spool_full"
+)
+
+// Spool is the process manager's side: the files and their budget, in
+// all and per owner (the grant whose ID the commands service passed as
+// process.Spec.Share).
 type Spool interface {
 	SpoolFiles() ([]process.SpoolFile, error)
-	AdoptOutput(id string, size int64)
+	AdoptOutput(id, owner string, size int64)
 	RemoveOutput(id string) error
 	RetainedBytes() int64
 	MaxRetainedBytes() int64
+	OwnerRetainedBytes() map[string]int64
+	MaxOwnerRetainedBytes() int64
+	SpoolPressure() <-chan struct{}
 	Retained(id string, size int64, tail []byte) *process.Retained
 }
 
 var _ Spool = (*process.Manager)(nil)
+
+// Metrics receives the retention's measurements; the app adapts it to
+// Prometheus (output_retired_total{reason}). Implementations must be safe
+// for concurrent use.
+type Metrics interface {
+	// OutputsRetired counts n outputs retired for reason (one of the
+	// Retired* reasons).
+	OutputsRetired(reason string, n int)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) OutputsRetired(string, int) {}
 
 // Options configures a Retention.
 type Options struct {
@@ -58,17 +96,20 @@ type Options struct {
 	// MaxRecords bounds the records kept; default DefaultMaxRecords.
 	MaxRecords int
 	Logger     *slog.Logger
+	// Metrics defaults to a no-op.
+	Metrics Metrics
 }
 
 // Retention owns the records of retained output. It is safe for
 // concurrent use.
 type Retention struct {
-	st    *store.Store
-	spool Spool
-	ttl   time.Duration
-	every time.Duration
-	max   int
-	log   *slog.Logger
+	st      *store.Store
+	spool   Spool
+	ttl     time.Duration
+	every   time.Duration
+	max     int
+	log     *slog.Logger
+	metrics Metrics
 }
 
 // Record is one command's retained-output record.
@@ -92,8 +133,11 @@ func New(ctx context.Context, opts Options) (*Retention, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = nopMetrics{}
+	}
 	r := &Retention{st: opts.Store, spool: opts.Spool, ttl: opts.TTL, every: opts.SweepEvery, max: opts.MaxRecords,
-		log: opts.Logger.With("component", "retention")}
+		log: opts.Logger.With("component", "retention"), metrics: opts.Metrics}
 	if err := r.reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile retained output: %w", err)
 	}
@@ -132,7 +176,7 @@ func (r *Retention) reconcile(ctx context.Context) error {
 		}
 		if ok {
 			kept[rec.SpoolID] = true
-			r.spool.AdoptOutput(rec.SpoolID, n)
+			r.spool.AdoptOutput(rec.SpoolID, rec.GrantID, n)
 		}
 	}
 	removed := 0
@@ -217,13 +261,16 @@ func (r *Retention) RetireExecutions(ctx context.Context, executionIDs []string)
 	if len(executionIDs) == 0 {
 		return nil
 	}
-	return r.retire(ctx, store.RetireSelector{ExecutionIDs: executionIDs})
+	return r.retire(ctx, store.RetireSelector{ExecutionIDs: executionIDs}, RetiredExecutionClosed)
 }
 
-func (r *Retention) retire(ctx context.Context, sel store.RetireSelector) error {
+func (r *Retention) retire(ctx context.Context, sel store.RetireSelector, reason string) error {
 	recs, err := r.st.RetireProcessOutputs(ctx, sel)
 	if err != nil {
 		return fmt.Errorf("retire retained output: %w", err)
+	}
+	if len(recs) > 0 {
+		r.metrics.OutputsRetired(reason, len(recs))
 	}
 	var errs []error
 	for _, rec := range recs {
@@ -235,69 +282,90 @@ func (r *Retention) retire(ctx context.Context, sel store.RetireSelector) error 
 }
 
 // Sweep retires expired output, output of executions closed while the
-// server was not there to do it, the earliest ended records past
-// MaxRecords (down to 90% of it), and — while the spool holds more than
-// 90% of its cap — the oldest output until it holds 75%, so that running
-// commands keep room to write.
+// server was not there to do it, and then what the bounds ask for (see
+// plan): past MaxRecords, the earliest ended records of the grant holding
+// the most, down to 90% of the bound; a grant above 90% of its share of
+// the spool, its own earliest ended output until it holds 75% of it; and
+// while the spool holds more than 90% of its cap, until it holds 75%,
+// the earliest ended output of the grant holding the most — but never
+// while a grant is still over its share (plan.heaviest) — so that
+// running commands keep room to write. A running command's output is
+// never retired.
 func (r *Retention) Sweep(ctx context.Context) error {
-	if err := r.retire(ctx, store.RetireSelector{ExpiredBefore: r.st.Now()}); err != nil {
+	if err := r.retire(ctx, store.RetireSelector{ExpiredBefore: r.st.Now()}, RetiredExpired); err != nil {
 		return err
 	}
-	if err := r.retire(ctx, store.RetireSelector{ClosedExecutions: true}); err != nil {
+	if err := r.retire(ctx, store.RetireSelector{ClosedExecutions: true}, RetiredExecutionClosed); err != nil {
 		return err
 	}
-	if n, err := r.st.CountProcessOutputs(ctx); err != nil {
+	n, err := r.st.CountProcessOutputs(ctx)
+	if err != nil {
 		return err
-	} else if n > int64(r.max) {
-		// Down to 90% of the bound, so that this does not run every time.
-		refs, err := r.st.OldestEndedProcessOutputs(ctx, int(n)-r.max*9/10)
-		if err != nil {
-			return err
-		}
-		if err := r.retire(ctx, store.RetireSelector{OutputRefs: refs}); err != nil {
-			return err
-		}
 	}
-	limit := r.spool.MaxRetainedBytes()
-	if r.spool.RetainedBytes() <= limit/10*9 {
+	limit, share := r.spool.MaxRetainedBytes(), r.spool.MaxOwnerRetainedBytes()
+	held, total := r.spool.OwnerRetainedBytes(), r.spool.RetainedBytes()
+	near := n > int64(r.max) || total > limit/10*9
+	for _, b := range held {
+		near = near || b > share/10*9
+	}
+	if !near {
 		return nil
 	}
 	recs, err := r.st.ProcessOutputs(ctx)
 	if err != nil {
 		return err
 	}
-	used := r.spool.RetainedBytes()
-	var refs []string
-	for _, rec := range recs {
-		if used <= limit/4*3 {
-			break
-		}
-		if rec.EndedAt != nil && rec.RetainedBytes > 0 {
-			refs = append(refs, rec.OutputRef)
-			used -= rec.RetainedBytes
+	p := newPlan(recs, held, total)
+	if n > int64(r.max) {
+		for range int(n) - r.max*9/10 {
+			if !p.take(p.mostRecords(), RetiredRecordBound, false) {
+				break
+			}
 		}
 	}
-	if len(refs) > 0 {
-		r.log.WarnContext(ctx, "output spool near its cap; retiring the oldest ended output", "outputs", len(refs))
+	for _, g := range p.byID() {
+		if g.bytes > share/10*9 {
+			for g.bytes > share/4*3 && p.take(g, RetiredGrantShare, true) {
+			}
+		}
 	}
-	if len(refs) == 0 {
-		return nil
+	if p.total > limit/10*9 {
+		for p.total > limit/4*3 && p.take(p.heaviest(share), RetiredSpoolFull, true) {
+		}
 	}
-	return r.retire(ctx, store.RetireSelector{OutputRefs: refs})
+	for _, reason := range []string{RetiredRecordBound, RetiredGrantShare, RetiredSpoolFull} {
+		refs := p.refs[reason]
+		if len(refs) == 0 {
+			continue
+		}
+		r.log.WarnContext(ctx, "retiring retained output for a bound", "reason", reason, "outputs", len(refs))
+		if err := r.retire(ctx, store.RetireSelector{OutputRefs: refs}, reason); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Run sweeps every SweepEvery until ctx is done.
+// Run sweeps every SweepEvery, and when the spool signals pressure (at
+// most every pressureGap), until ctx is done.
 func (r *Retention) Run(ctx context.Context) {
 	t := time.NewTicker(r.every)
 	defer t.Stop()
+	pressure := r.spool.SpoolPressure()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
-				r.log.ErrorContext(ctx, "sweep retained output", "err", err)
-			}
+		case <-pressure:
+		}
+		if err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.ErrorContext(ctx, "sweep retained output", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pressureGap):
 		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,11 +27,18 @@ type rig struct {
 	clock *testutil.Clock
 	st    *store.Store
 	spool *process.Manager
+	share int64 // one grant's share of the spool; 0 is the default
 }
 
 func newRig(t *testing.T, maxSpool int64) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), clock: testutil.NewClock(time.Now().UTC())}
+	return newRigShare(t, maxSpool, 0)
+}
+
+// newRigShare is newRig where a grant's share of the spool is share.
+func newRigShare(t *testing.T, maxSpool, share int64) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), clock: testutil.NewClock(time.Now().UTC()), share: share}
 	r.open(maxSpool)
 	return r
 }
@@ -46,7 +55,7 @@ func (r *rig) open(maxSpool int64) {
 		t.Fatal(err)
 	}
 	m, err := process.New(process.Options{SupervisorPath: "/bin/false", SpoolDir: filepath.Join(r.dir, "output"),
-		IdleSupervisors: -1, DisableCgroup: true, MaxSpoolBytes: maxSpool})
+		IdleSupervisors: -1, DisableCgroup: true, MaxSpoolBytes: maxSpool, SpoolShareBytes: r.share})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,17 +74,24 @@ func (r *rig) retention() *retention.Retention {
 	return ret
 }
 
-// command records a command of execution exec with output content as a
-// process would have left it; finished sets its final state.
+// command records a command of grant g1's execution exec with output
+// content as a process would have left it; finished sets its final state.
 func (r *rig) command(ret *retention.Retention, ref, exec string, content []byte, finished bool) {
+	r.t.Helper()
+	r.commandOf(ret, "g1", ref, exec, content, finished)
+}
+
+// commandOf is command for grant's execution exec.
+func (r *rig) commandOf(ret *retention.Retention, grant, ref, exec string, content []byte, finished bool) {
 	t := r.t
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(r.dir, "output", ref+".out"), content, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.spool.AdoptOutput(ref, int64(len(content)))
+	r.spool.AdoptOutput(ref, grant, int64(len(content)))
 	ctx := context.Background()
 	if err := ret.Started(ctx, &retention.Record{OutputRef: "out_" + ref, ProcessRef: "prc_" + ref, SpoolID: ref,
-		GrantID: "g1", ExecutionID: exec, ProjectRef: "p1", StartedAt: r.clock.Now()}); err != nil {
+		GrantID: grant, ExecutionID: exec, ProjectRef: "p1", StartedAt: r.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if finished {
@@ -174,7 +190,7 @@ func TestTruncatedTailKept(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
-	r := newRig(t, 1000)
+	r := newRigShare(t, 1000, 1000) // one grant, whose share is the whole spool
 	ret := r.retention()
 	ctx := context.Background()
 	// Expiry: 24 h after the end.
@@ -189,7 +205,8 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("after expiry: %v", got)
 	}
 	// Near the cap (over 90%) the oldest ended output goes until 75%;
-	// a running command's output is never retired.
+	// a running command's output is never retired. (With one grant the
+	// share's rule does it; TestSweepGrantShare has several.)
 	r.command(ret, "running", "e1", bytes.Repeat([]byte("r"), 300), false)
 	r.clock.Advance(time.Second)
 	r.command(ret, "a", "e1", bytes.Repeat([]byte("a"), 300), true)
@@ -254,4 +271,99 @@ func TestRecordBound(t *testing.T) {
 	if got := r.files(); !slices.Equal(got, want) {
 		t.Fatalf("files after the record bound: %v", got)
 	}
+}
+
+// TestSweepGrantShare (issue 31): a grant near its share of the spool
+// loses its own earliest ended output, never another grant's; its running
+// command's bytes count but are not retired. Near the spool's total the
+// grant holding the most pays first, and nobody pays while a grant is
+// over its share by a running command's output. Past the record bound
+// the grant holding the most records pays. Each is counted by reason.
+func TestSweepGrantShare(t *testing.T) {
+	type cmd struct {
+		grant, ref string
+		size       int
+		running    bool
+	}
+	for _, tt := range []struct {
+		name string
+		cmds []cmd
+		want []string // the files left
+		// retired counts outputs_retired by reason.
+		retired map[string]int
+	}{{
+		// The spool is 10,000 bytes, a share 2,500: g1 holds 3,500 (its
+		// running command's 1,000 included), over 90% of its share, and
+		// loses its earliest ended output until it holds 75% of it; g2,
+		// within its share, keeps everything, its older output too.
+		name: "share",
+		cmds: []cmd{{"g2", "g2old", 2000, false}, {"g1", "a", 1000, false}, {"g1", "b", 1000, false},
+			{"g1", "run", 1000, true}, {"g1", "c", 500, false}},
+		want:    []string{"c", "g2old", "run"},
+		retired: map[string]int{retention.RetiredGrantShare: 2},
+	}, {
+		// Five grants within their shares hold 10,000: down to 7,500, the
+		// one holding the most pays each time (ties: the smaller ID).
+		name: "total",
+		cmds: []cmd{{"g1", "g1a", 1000, false}, {"g1", "g1b", 1000, false}, {"g2", "g2a", 500, false}, {"g2", "g2b", 1500, false},
+			{"g3", "g3a", 2000, false}, {"g4", "g4a", 1000, false}, {"g4", "g4b", 1000, false}, {"g5", "g5a", 1000, false}, {"g5", "g5b", 1000, false}},
+		want:    []string{"g1b", "g2b", "g4a", "g4b", "g5a", "g5b"},
+		retired: map[string]int{retention.RetiredSpoolFull: 3},
+	}, {
+		// g1 is over its share with a running command's output alone: the
+		// grants within their shares do not pay for it.
+		name: "over by running output",
+		cmds: []cmd{{"g1", "run", 2600, true}, {"g2", "g2a", 2200, false}, {"g3", "g3a", 2200, false}, {"g4", "g4a", 2200, false}},
+		want: []string{"g2a", "g3a", "g4a", "run"},
+	}, {
+		// 12 records, bound 10: down to 9, from the grant holding the
+		// most records (g1's 8 against g2's 4), earliest ended first.
+		name: "records",
+		cmds: []cmd{{"g2", "g2a", 1, false}, {"g1", "g1a", 1, false}, {"g1", "g1b", 1, false}, {"g1", "g1c", 1, false},
+			{"g2", "g2b", 1, false}, {"g1", "g1d", 1, false}, {"g1", "g1e", 1, false}, {"g1", "g1f", 1, false},
+			{"g2", "g2c", 1, false}, {"g1", "g1g", 1, false}, {"g1", "g1h", 1, false}, {"g2", "g2d", 1, false}},
+		want:    []string{"g1d", "g1e", "g1f", "g1g", "g1h", "g2a", "g2b", "g2c", "g2d"},
+		retired: map[string]int{retention.RetiredRecordBound: 3},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, 10000)
+			met := &retiredCounts{n: map[string]int{}}
+			ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool, MaxRecords: 10, Metrics: met})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range tt.cmds {
+				r.clock.Advance(time.Second)
+				r.commandOf(ret, c.grant, c.ref, "e_"+c.grant, bytes.Repeat([]byte("x"), c.size), !c.running)
+			}
+			if err := ret.Sweep(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, f := range tt.want {
+				want = append(want, f+".out")
+			}
+			if got := r.files(); !slices.Equal(got, want) {
+				t.Errorf("files left: %v, want %v", got, want)
+			}
+			if tt.retired == nil {
+				tt.retired = map[string]int{}
+			}
+			if !maps.Equal(met.n, tt.retired) {
+				t.Errorf("retired: %v, want %v", met.n, tt.retired)
+			}
+		})
+	}
+}
+
+// retiredCounts is a retention.Metrics.
+type retiredCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *retiredCounts) OutputsRetired(reason string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[reason] += n
 }

@@ -77,7 +77,7 @@ func (s *Store) ProcessOutputByRef(ctx context.Context, ref string, byOutput boo
 }
 
 // ProcessOutputs returns every record without its tail, oldest first (for
-// the startup reconciliation and the retained-bytes budget).
+// the retention's sweeps when a bound is near).
 func (s *Store) ProcessOutputs(ctx context.Context) ([]ProcessOutput, error) {
 	var out []ProcessOutput
 	err := s.db.WithContext(ctx).Omit("tail").Order("started_at").Find(&out).Error
@@ -88,16 +88,17 @@ func (s *Store) ProcessOutputs(ctx context.Context) ([]ProcessOutput, error) {
 type OutputSpool struct {
 	OutputRef     string
 	SpoolID       string
+	GrantID       string // whose share of the spool the file counts in
 	RetainedBytes int64
 }
 
-// OutputSpools returns every record's spool file and retained byte count,
-// in no particular order. A server's start reconciles them with the files
-// on disk; reading three columns instead of the whole rows (ProcessOutputs)
-// keeps that short after thousands of commands.
+// OutputSpools returns every record's spool file, grant and retained byte
+// count, in no particular order. A server's start reconciles them with
+// the files on disk; reading four columns instead of the whole rows
+// (ProcessOutputs) keeps that short after thousands of commands.
 func (s *Store) OutputSpools(ctx context.Context) ([]OutputSpool, error) {
 	var out []OutputSpool
-	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Select("output_ref", "spool_id", "retained_bytes").Find(&out).Error
+	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Select("output_ref", "spool_id", "grant_id", "retained_bytes").Find(&out).Error
 	return out, err
 }
 
@@ -123,15 +124,6 @@ func (s *Store) ProcessOutputTotals(ctx context.Context) (n, bytes int64, err er
 	var row struct{ N, Bytes int64 }
 	err = s.db.WithContext(ctx).Model(&ProcessOutput{}).Select("COUNT(*) AS n, COALESCE(SUM(retained_bytes), 0) AS bytes").Scan(&row).Error
 	return row.N, row.Bytes, err
-}
-
-// OldestEndedProcessOutputs returns up to limit refs of ended commands,
-// the earliest ended first.
-func (s *Store) OldestEndedProcessOutputs(ctx context.Context, limit int) ([]string, error) {
-	var refs []string
-	err := s.db.WithContext(ctx).Model(&ProcessOutput{}).Where("ended_at IS NOT NULL").
-		Order("ended_at").Limit(limit).Pluck("output_ref", &refs).Error
-	return refs, err
 }
 
 // EndRunningProcessOutputs marks records still "running" — their commands

@@ -30,7 +30,7 @@ func TestOutputSpools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[OutputSpool]bool{{"out0", "spool0", 0}: true, {"out1", "spool1", 42}: true, {"out2", "spool2", 2}: true}
+	want := map[OutputSpool]bool{{"out0", "spool0", "g", 0}: true, {"out1", "spool1", "g", 42}: true, {"out2", "spool2", "g", 2}: true}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
 	}
@@ -42,7 +42,7 @@ func TestOutputSpools(t *testing.T) {
 }
 
 // BenchmarkOutputSpools: what a start's reconciliation reads, 300 records
-// (a day of commands), the three columns it needs next to whole rows.
+// (a day of commands), the four columns it needs next to whole rows.
 func BenchmarkOutputSpools(b *testing.B) {
 	st, _ := openTestStore(b)
 	insertOutputs(b, st, 300)
