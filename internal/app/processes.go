@@ -26,6 +26,7 @@ type processMetrics struct{ m *metrics.Metrics }
 func (p processMetrics) ProcessKilled(reason string) { p.m.ProcessKilled(reason) }
 func (p processMetrics) OrphansKilled(n int)         { p.m.OrphansKilledAdd(n) }
 func (p processMetrics) RunningChanged(n int)        { p.m.RunningChanged(n) }
+func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
 
 // outputDir holds retained command output (spool files; their records
 // are in SQLite). Commands do not survive a restart, but their output
@@ -109,20 +110,31 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 	// re-parent to it (not PID 1) and are killed. The supervisor pool is
 	// warmed once the server answers (App.StartBackground): WarmLater.
 	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
-		LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
+		SpoolShareBytes: cfg.OutputGrantShare, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
 		Subreaper: true, WarmLater: true,
 		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
 }
 
 // newRetention reconciles the output a previous run left and exports
-// output_bytes_retained.
+// output_bytes_retained, what the grant holding the most holds of it, and
+// a grant's share.
 func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, log *slog.Logger, m *metrics.Metrics) (*retention.Retention, error) {
-	r, err := retention.New(ctx, retention.Options{Store: st, Spool: procs, Logger: log})
+	r, err := retention.New(ctx, retention.Options{Store: st, Spool: procs, Logger: log, Metrics: m})
 	if err != nil {
 		return nil, err
 	}
 	m.GaugeFunc("output_bytes_retained", "Bytes of command output kept in spool files.", func() float64 {
 		return float64(procs.RetainedBytes())
+	})
+	m.GaugeFunc("output_bytes_retained_grant_max", "Bytes of command output the grant holding the most keeps in spool files, its running commands' included.", func() float64 {
+		var most int64
+		for _, n := range procs.OwnerRetainedBytes() {
+			most = max(most, n)
+		}
+		return float64(most)
+	})
+	m.GaugeFunc("output_grant_share_bytes", "One grant's share of the command output spool (DEVSPACE_OUTPUT_GRANT_SHARE).", func() float64 {
+		return float64(procs.MaxOwnerRetainedBytes())
 	})
 	return r, nil
 }

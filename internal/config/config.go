@@ -57,6 +57,13 @@ const (
 	MinMaxRequestBody     int64 = 1 << 20
 	MaxMaxRequestBody     int64 = 256 << 20
 
+	// OutputSpoolBytes is the command output spool's total (the process
+	// manager's DefaultMaxSpoolBytes; internal/app's tests hold the two
+	// equal), the most DEVSPACE_OUTPUT_GRANT_SHARE may be.
+	// MinOutputGrantShare is the least: a few commands' heads and tails.
+	OutputSpoolBytes    int64 = 1 << 30
+	MinOutputGrantShare int64 = 1 << 20
+
 	// MCPPath is the path of the MCP endpoint under the public origin.
 	MCPPath = "/mcp"
 )
@@ -197,6 +204,11 @@ type Config struct {
 	// MaxRequestBody is the request-body limit in bytes
 	// (DEVSPACE_MAX_REQUEST_BODY). Default: 32 MiB; allowed 1 MiB to 256 MiB.
 	MaxRequestBody int64
+	// OutputGrantShare bounds the retained command output of one grant
+	// (DEVSPACE_OUTPUT_GRANT_SHARE). Default: 0, meaning the process
+	// manager's: a quarter of the 1 GiB spool (256 MiB); allowed
+	// MinOutputGrantShare to OutputSpoolBytes.
+	OutputGrantShare int64
 	// Edge holds the public-edge limits (edge.go).
 	Edge Edge
 	// ScratchDir holds the executions' scratch directories

@@ -180,6 +180,7 @@ func TestLoadEnv(t *testing.T) {
 		"DEVSPACE_SKILL_PATHS", skills+"/",
 		"DEVSPACE_WIDGETS", "changes",
 		"DEVSPACE_MAX_REQUEST_BODY", "64MiB",
+		"DEVSPACE_OUTPUT_GRANT_SHARE", "64MiB",
 	)
 	got, err := Load(nil, env(e))
 	if err != nil {
@@ -208,6 +209,7 @@ func TestLoadEnv(t *testing.T) {
 		SkillPaths:                []string{skills},
 		Widgets:                   "changes",
 		MaxRequestBody:            64 << 20,
+		OutputGrantShare:          64 << 20,
 		Edge:                      defaultEdge(),
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
@@ -546,6 +548,16 @@ func TestLoadInvalidValues(t *testing.T) {
 			name: "request body too large",
 			env:  with(baseEnv, "DEVSPACE_MAX_REQUEST_BODY", "268435457"),
 			want: `DEVSPACE_MAX_REQUEST_BODY: 268435457 bytes is out of range; use 1MiB (1048576) to 256MiB (268435456)`,
+		},
+		{
+			name: "output grant share too small",
+			env:  with(baseEnv, "DEVSPACE_OUTPUT_GRANT_SHARE", "1023KiB"),
+			want: `DEVSPACE_OUTPUT_GRANT_SHARE: 1047552 bytes is out of range; use 1MiB (1048576) to 1GiB (1073741824), the output spool`,
+		},
+		{
+			name: "output grant share past the spool",
+			env:  with(baseEnv, "DEVSPACE_OUTPUT_GRANT_SHARE", "2GiB"),
+			want: `DEVSPACE_OUTPUT_GRANT_SHARE: 2147483648 bytes is out of range; use 1MiB (1048576) to 1GiB (1073741824), the output spool`,
 		},
 		{
 			name: "instruction fallback with slash",

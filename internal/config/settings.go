@@ -39,6 +39,7 @@ const (
 	envCommandSandbox       = "DEVSPACE_COMMAND_SANDBOX"
 	envCommandNetwork       = "DEVSPACE_COMMAND_NETWORK"
 	envCommandReadPaths     = "DEVSPACE_COMMAND_READ_PATHS"
+	envOutputGrantShare     = "DEVSPACE_OUTPUT_GRANT_SHARE"
 )
 
 // setting ties one Config field to its flag and environment variable.
@@ -284,6 +285,12 @@ func settings() []setting {
 			},
 		},
 		{
+			flag: "output-grant-share", env: envOutputGrantShare, arg: "BYTES",
+			def:   "268435456, i.e. 256MiB, a quarter of the 1GiB output spool",
+			usage: "Most retained command output one grant may hold, in bytes or with a KiB/MiB/GiB suffix; from 1MiB to 1GiB. Past it the grant's own new output is truncated (each command still keeps its first and last 64KiB) and its own oldest output is retired, never another grant's.",
+			parse: size(func(c *Config) *int64 { return &c.OutputGrantShare }),
+		},
+		{
 			flag: "widgets", env: envWidgets, arg: "MODE",
 			def:   DefaultWidgets,
 			usage: "ChatGPT widgets: full, changes or off.",
@@ -293,14 +300,7 @@ func settings() []setting {
 			flag: "max-request-body", env: envMaxRequestBody, arg: "BYTES",
 			def:   "33554432, i.e. 32MiB",
 			usage: "Largest request body accepted, in bytes or with a KiB/MiB suffix; from 1MiB to 256MiB.",
-			parse: func(c *Config, v string) error {
-				n, err := parseSize(v)
-				if err != nil {
-					return err
-				}
-				c.MaxRequestBody = n
-				return nil
-			},
+			parse: size(func(c *Config) *int64 { return &c.MaxRequestBody }),
 		},
 	}, append(edgeSettings(), diskSettings()...)...)
 }
@@ -413,6 +413,18 @@ func normalizePublicURL(v string) string {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u.String()
+}
+
+// size returns a parse function storing a size (parseSize) in field.
+func size(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseSize(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = n
+		return nil
+	}
 }
 
 func parseDuration(dst *time.Duration, v string) error {

@@ -56,6 +56,9 @@ func (c *Config) validate() []error {
 		add(errorf(envMaxRequestBody, "%d bytes is out of range; use 1MiB (%d) to 256MiB (%d)",
 			c.MaxRequestBody, MinMaxRequestBody, MaxMaxRequestBody))
 	}
+	if s := c.OutputGrantShare; s != 0 && (s < MinOutputGrantShare || s > OutputSpoolBytes) {
+		add(errorf(envOutputGrantShare, "%d bytes is out of range; use 1MiB (%d) to 1GiB (%d), the output spool", s, MinOutputGrantShare, OutputSpoolBytes))
+	}
 	add(c.validateEdge()...)
 	add(c.validateDisk(roots)...)
 	return errs

@@ -32,6 +32,8 @@ type Metrics struct {
 	ProcessesRunning    prometheus.Gauge
 	DiskFree            *prometheus.GaugeVec // role: state, scratch, project
 	ScratchLargest      prometheus.Gauge
+	OutputTruncations   *prometheus.CounterVec // reason
+	OutputRetirements   *prometheus.CounterVec // reason
 }
 
 // ProcessKilled, OrphansKilled and RunningChanged implement process.Metrics.
@@ -42,6 +44,16 @@ func (m *Metrics) OrphansKilledAdd(n int) { m.OrphansKilled.Add(float64(n)) }
 
 // RunningChanged sets processes_running.
 func (m *Metrics) RunningChanged(n int) { m.ProcessesRunning.Set(float64(n)) }
+
+// OutputTruncated counts a command whose output stopped reaching its
+// spool file (output_truncated_total; process.Metrics).
+func (m *Metrics) OutputTruncated(reason string) { m.OutputTruncations.WithLabelValues(reason).Inc() }
+
+// OutputsRetired counts retired command outputs (output_retired_total;
+// retention.Metrics).
+func (m *Metrics) OutputsRetired(reason string, n int) {
+	m.OutputRetirements.WithLabelValues(reason).Add(float64(n))
+}
 
 // New creates a registry with Go, process and build-info collectors and the
 // DevSpace metrics registered.
@@ -83,6 +95,14 @@ func New() *Metrics {
 		ProcessesRunning: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "processes_running", Help: "Command trees alive.",
 		}),
+		OutputTruncations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "output_truncated_total",
+			Help: "Commands whose output stopped reaching the spool, by the bound that stopped it: command_cap, grant_share, spool_full, file_error.",
+		}, []string{"reason"}),
+		OutputRetirements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "output_retired_total",
+			Help: "Retained command outputs retired, by reason: expired, execution_closed, record_bound, grant_share, spool_full.",
+		}, []string{"reason"}),
 		PatchBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "patch_bytes_total", Help: "Bytes written by apply_patch.",
 		}),
@@ -107,6 +127,7 @@ func New() *Metrics {
 		m.HTTPRequests, m.HTTPRequestDuration, m.ToolCalls, m.ToolCallDuration,
 		m.OAuthTokensIssued, m.OAuthRefreshReplays, m.OAuthVerifications, m.PathDenials, m.PatchBytes,
 		m.ProcessKills, m.OrphansKilled, m.ProcessesRunning, m.DiskFree, m.ScratchLargest,
+		m.OutputTruncations, m.OutputRetirements,
 	)
 	return m
 }
