@@ -35,9 +35,9 @@ const (
 // giving a file's bytes back (forget) is idempotent whoever does it: the
 // Process that wrote the file, or the retention that later deletes it by
 // ID. pressure (buffered, one slot) is signalled when a reservation
-// leaves an owner or the total above 90% of its bound, or could not be
-// granted whole, so that the owner of the output retires some of it
-// (Manager.SpoolPressure).
+// takes an owner or the total above 90% of its bound, could not be
+// granted whole, or granted a head past a bound, so that whoever keeps
+// finished output retires some of it (Manager.SpoolPressure).
 type spoolBudget struct {
 	limit, share int64
 	pressure     chan struct{}
@@ -67,6 +67,7 @@ func newSpoolBudget(limit, share int64) *spoolBudget {
 func (b *spoolBudget) reserve(id, owner string, off, n int64) (granted int64, cut string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	ownerBefore, usedBefore := b.owners[owner], b.used
 	head := max(0, min(n, headKeepSize-off))
 	b.addLocked(id, owner, head)
 	shareRoom, totalRoom := b.share-b.owners[owner], b.limit-b.used
@@ -80,7 +81,11 @@ func (b *spoolBudget) reserve(id, owner string, off, n int64) (granted int64, cu
 	default:
 		cut = TruncatedSpoolFull
 	}
-	if cut != "" || b.owners[owner] > b.share/10*9 || b.used > b.limit/10*9 {
+	// Events, not states: an owner whose running commands alone keep it
+	// near its share must not make every write ask for a sweep.
+	crossed := func(before, after, bound int64) bool { return before <= bound/10*9 && after > bound/10*9 }
+	if cut != "" || (head > 0 && (shareRoom < 0 || totalRoom < 0)) ||
+		crossed(ownerBefore, b.owners[owner], b.share) || crossed(usedBefore, b.used, b.limit) {
 		select {
 		case b.pressure <- struct{}{}:
 		default: // already signalled

@@ -394,8 +394,9 @@ func (m *Manager) MaxOwnerRetainedBytes() int64 { return m.opts.SpoolShareBytes 
 
 // SpoolPressure is signalled (one pending signal at most) when a
 // command's output could not be kept whole for its owner's share or the
-// total budget, or leaves either above 90% of its bound: whoever keeps
-// finished output (the retention) should retire some of it.
+// total budget, when its head was kept past one of them, or when it takes
+// either above 90% of its bound: whoever keeps finished output (the
+// retention) should retire some of it.
 func (m *Manager) SpoolPressure() <-chan struct{} { return m.budget.pressure }
 
 // CgroupEnabled reports whether commands get their own cgroup v2.

@@ -3,6 +3,8 @@ package retention
 import (
 	"cmp"
 	"slices"
+
+	"github.com/devspace-dev/devspace/internal/store"
 )
 
 // plan is what one sweep retires for the bounds: each grant's ended
@@ -24,11 +26,12 @@ type grantOutputs struct {
 	// ended and withBytes are its ended records, earliest ended first:
 	// all of them, and those whose file holds bytes. Taken ones are
 	// skipped (plan.gone).
-	ended, withBytes []*Record
+	ended, withBytes []*store.OutputUse
 }
 
-// newPlan sorts recs by grant; held and total are the spool's counts.
-func newPlan(recs []Record, held map[string]int64, total int64) *plan {
+// newPlan groups recs (store.OutputUses: earliest ended first) by grant;
+// held and total are the spool's counts.
+func newPlan(recs []store.OutputUse, held map[string]int64, total int64) *plan {
 	p := &plan{grants: map[string]*grantOutputs{}, total: total, gone: map[string]bool{}, refs: map[string][]string{}}
 	grant := func(id string) *grantOutputs {
 		g := p.grants[id]
@@ -45,7 +48,7 @@ func newPlan(recs []Record, held map[string]int64, total int64) *plan {
 		rec := &recs[i]
 		g := grant(rec.GrantID)
 		g.records++
-		if rec.EndedAt == nil {
+		if !rec.Ended {
 			continue
 		}
 		g.ended = append(g.ended, rec)
@@ -53,19 +56,12 @@ func newPlan(recs []Record, held map[string]int64, total int64) *plan {
 			g.withBytes = append(g.withBytes, rec)
 		}
 	}
-	byEnd := func(a, b *Record) int {
-		return cmp.Or(a.EndedAt.Compare(*b.EndedAt), a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.OutputRef, b.OutputRef))
-	}
-	for _, g := range p.grants {
-		slices.SortFunc(g.ended, byEnd)
-		slices.SortFunc(g.withBytes, byEnd)
-	}
 	return p
 }
 
 // front drops taken records from the head of q and returns its first
 // record, nil when none is left.
-func (p *plan) front(q *[]*Record) *Record {
+func (p *plan) front(q *[]*store.OutputUse) *store.OutputUse {
 	for len(*q) > 0 && p.gone[(*q)[0].OutputRef] {
 		*q = (*q)[1:]
 	}
@@ -111,7 +107,7 @@ func (p *plan) byID() []*grantOutputs {
 // most returns, among the grants that have a record in the queue q
 // chooses, the one with the largest weight (ties: the smaller ID); nil
 // when there is none.
-func (p *plan) most(q func(*grantOutputs) *[]*Record, weight func(*grantOutputs) int64) *grantOutputs {
+func (p *plan) most(q func(*grantOutputs) *[]*store.OutputUse, weight func(*grantOutputs) int64) *grantOutputs {
 	var best *grantOutputs
 	for _, g := range p.byID() {
 		if p.front(q(g)) == nil {
@@ -127,7 +123,7 @@ func (p *plan) most(q func(*grantOutputs) *[]*Record, weight func(*grantOutputs)
 // mostRecords is the grant the record bound takes from next: the one
 // holding the most records among those with an ended one.
 func (p *plan) mostRecords() *grantOutputs {
-	return p.most(func(g *grantOutputs) *[]*Record { return &g.ended }, func(g *grantOutputs) int64 { return int64(g.records) })
+	return p.most(func(g *grantOutputs) *[]*store.OutputUse { return &g.ended }, func(g *grantOutputs) int64 { return int64(g.records) })
 }
 
 // heaviest is the grant the spool's total takes from next: the one
@@ -142,5 +138,5 @@ func (p *plan) heaviest(share int64) *grantOutputs {
 			return nil
 		}
 	}
-	return p.most(func(g *grantOutputs) *[]*Record { return &g.withBytes }, func(g *grantOutputs) int64 { return g.bytes })
+	return p.most(func(g *grantOutputs) *[]*store.OutputUse { return &g.withBytes }, func(g *grantOutputs) int64 { return g.bytes })
 }

@@ -311,7 +311,7 @@ func (r *Retention) Sweep(ctx context.Context) error {
 	if !near {
 		return nil
 	}
-	recs, err := r.st.ProcessOutputs(ctx)
+	recs, err := r.st.OutputUses(ctx)
 	if err != nil {
 		return err
 	}

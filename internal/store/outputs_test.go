@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // insertOutputs records n ended commands; the i-th retains i bytes.
@@ -41,6 +44,37 @@ func TestOutputSpools(t *testing.T) {
 	}
 }
 
+// TestOutputUses: the earliest ended first (a command started later may
+// end earlier), running commands last.
+func TestOutputUses(t *testing.T) {
+	st, clk := openTestStore(t)
+	ctx := context.Background()
+	start := clk.Now()
+	for _, o := range []struct {
+		ref   string
+		endIn time.Duration // 0: running
+	}{{"long", 3 * time.Hour}, {"running", 0}, {"short", time.Hour}, {"mid", 2 * time.Hour}} {
+		clk.Advance(time.Second)
+		rec := &ProcessOutput{OutputRef: o.ref, ProcessRef: "p" + o.ref, SpoolID: o.ref, GrantID: "g" + o.ref, ExecutionID: "e",
+			Status: "running", RetainedBytes: int64(len(o.ref)), StartedAt: clk.Now()}
+		if o.endIn > 0 {
+			end := start.Add(o.endIn)
+			rec.Status, rec.EndedAt, rec.ExpiresAt = "exited", &end, &end
+		}
+		if err := st.InsertProcessOutput(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.OutputUses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []OutputUse{{"short", "gshort", 5, true}, {"mid", "gmid", 3, true}, {"long", "glong", 4, true}, {"running", "grunning", 7, false}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("OutputUses (-want +got):\n%s", d)
+	}
+}
+
 // BenchmarkOutputSpools: what a start's reconciliation reads, 300 records
 // (a day of commands), the four columns it needs next to whole rows.
 func BenchmarkOutputSpools(b *testing.B) {
@@ -49,7 +83,8 @@ func BenchmarkOutputSpools(b *testing.B) {
 	ctx := context.Background()
 	b.Run("whole-rows", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := st.ProcessOutputs(ctx); err != nil {
+			var out []ProcessOutput
+			if err := st.db.WithContext(ctx).Omit("tail").Find(&out).Error; err != nil {
 				b.Fatal(err)
 			}
 		}
