@@ -15,21 +15,22 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-// diskGrant is one grant of the disk tests with its open session.
-type diskGrant struct {
+// grantConn is one grant of a test with its open session, its Project
+// opened.
+type grantConn struct {
 	cs      *mcp.ClientSession
 	grantID string
 	me      map[string]any
 }
 
-func openDiskGrant(t *testing.T, env *apptest.Env, name, project string, scopes []string) *diskGrant {
+func openGrant(t *testing.T, env *apptest.Env, name, project string, scopes []string) *grantConn {
 	t.Helper()
 	_, tok := env.Grant(apptest.Approval{Scopes: scopes, Projects: []string{project}})
 	p, err := env.App.OAuth().Verify(context.Background(), tok.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &diskGrant{cs: connect(t, env, tok.AccessToken, ""), grantID: p.GrantID, me: session(name)}
+	g := &grantConn{cs: connect(t, env, tok.AccessToken, ""), grantID: p.GrantID, me: session(name)}
 	if sc, res := callTool(t, g.cs, "project_control", map[string]any{"action": "open", "operationId": "open"}, g.me); res.IsError {
 		t.Fatalf("%s open: %v", name, sc)
 	}
@@ -38,7 +39,7 @@ func openDiskGrant(t *testing.T, env *apptest.Env, name, project string, scopes 
 
 // finish waits for a command's tree to be gone and returns its final
 // state.
-func (g *diskGrant) finish(t *testing.T, ref string, within time.Duration) map[string]any {
+func (g *grantConn) finish(t *testing.T, ref string, within time.Duration) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -53,7 +54,7 @@ func (g *diskGrant) finish(t *testing.T, ref string, within time.Duration) map[s
 }
 
 // works checks that g can still patch its Project and run a command.
-func (g *diskGrant) works(t *testing.T, op string) {
+func (g *grantConn) works(t *testing.T, op string) {
 	t.Helper()
 	patch := "*** Begin Patch\n*** Add File: " + op + ".txt\n+" + op + "\n*** End Patch\n"
 	if sc, res := callTool(t, g.cs, "apply_patch", map[string]any{"operationId": op + "-patch", "patch": patch, "ifMatch": map[string]any{op + ".txt": nil}}, g.me); res.IsError {
@@ -119,8 +120,8 @@ func TestDiskGuard(t *testing.T) {
 			}
 		}
 	})
-	writer := openDiskGrant(t, env, "writer", "b", []string{"project:read", "project:write", "process:execute"})
-	filler := openDiskGrant(t, env, "filler", "a", []string{"project:read", "process:execute"})
+	writer := openGrant(t, env, "writer", "b", []string{"project:read", "project:write", "process:execute"})
+	filler := openGrant(t, env, "filler", "a", []string{"project:read", "process:execute"})
 
 	before := freeMiB(base)
 	start := time.Now()
@@ -146,7 +147,7 @@ func TestDiskGuard(t *testing.T) {
 	}
 
 	// A write grant filling its Project: stopped too; its files stay.
-	projectFiller := openDiskGrant(t, env, "project-filler", "a", []string{"project:read", "project:write", "process:execute"})
+	projectFiller := openGrant(t, env, "project-filler", "a", []string{"project:read", "project:write", "process:execute"})
 	t.Logf("%d MiB free before the Project filler", freeMiB(base))
 	sc, _ = callTool(t, projectFiller.cs, "exec_command", map[string]any{"operationId": "fill", "shell": true,
 		"command": `head -c 1G /dev/zero > big.bin; echo survived`}, projectFiller.me)
@@ -164,7 +165,7 @@ func TestDiskGuard(t *testing.T) {
 
 	// The filesystem full before the Owner revokes: the revoke works, the
 	// grant's token is refused, its scratch is gone.
-	victim := openDiskGrant(t, env, "victim", "a", []string{"project:read", "process:execute"})
+	victim := openGrant(t, env, "victim", "a", []string{"project:read", "process:execute"})
 	if sc, _ := callTool(t, victim.cs, "exec_command", map[string]any{"operationId": "mark", "shell": true, "command": `echo x > "$HOME/victim-mark"`}, victim.me); sc["status"] != "exited" {
 		t.Fatalf("victim's command: %v", sc)
 	}
@@ -193,7 +194,7 @@ func TestDiskGuard(t *testing.T) {
 func TestScratchQuota(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Projects: []string{"a"},
 		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_SCRATCH_MAX": "32MiB"}})
-	g := openDiskGrant(t, env, "quota", "a", []string{"project:read", "process:execute"})
+	g := openGrant(t, env, "quota", "a", []string{"project:read", "process:execute"})
 
 	sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "loop", "shell": true,
 		"command": `while :; do head -c 1M /dev/zero >> "$HOME/loop"; done`}, g.me)

@@ -32,15 +32,15 @@ func spoolState(t *testing.T, env *apptest.Env) (files []string, fds int) {
 	return files, fds
 }
 
-// retainedMetric reads devspace_output_bytes_retained from the metrics
-// handler.
-func retainedMetric(t *testing.T, env *apptest.Env) int64 {
+// gauge reads the unlabelled gauge n (devspace_output_bytes_retained…)
+// from the metrics handler.
+func gauge(t *testing.T, env *apptest.Env, n string) int64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	env.App.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	m := regexp.MustCompile(`(?m)^devspace_output_bytes_retained (\S+)$`).FindStringSubmatch(rec.Body.String())
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(n) + ` (\S+)$`).FindStringSubmatch(rec.Body.String())
 	if m == nil {
-		t.Fatal("devspace_output_bytes_retained not exported")
+		t.Fatal(n + " not exported")
 	}
 	f, err := strconv.ParseFloat(m[1], 64)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestRetainedOutputSurvivesRestart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := retainedMetric(t, env); n < 64<<20 {
+	if n := gauge(t, env, "devspace_output_bytes_retained"); n < 64<<20 {
 		t.Fatalf("output_bytes_retained = %d, want the 64 MiB spool and the seq output", n)
 	}
 
@@ -150,7 +150,7 @@ func TestRetainedOutputSurvivesRestart(t *testing.T) {
 	if files, _ := spoolState(t, env); len(files) != 0 {
 		t.Fatalf("revoked grant's output kept: %v", files)
 	}
-	if n := retainedMetric(t, env); n != 0 {
+	if n := gauge(t, env, "devspace_output_bytes_retained"); n != 0 {
 		t.Fatalf("output_bytes_retained after revoke = %d", n)
 	}
 
