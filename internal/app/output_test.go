@@ -9,23 +9,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
-	"github.com/devspace-dev/devspace/internal/config"
-	"github.com/devspace-dev/devspace/internal/process"
 )
 
 // TestOutputGrantShare: DEVSPACE_OUTPUT_GRANT_SHARE reaches the process
-// manager (devspace_output_grant_share_bytes says what it enforces), the
-// largest grant's use is exported without a grant label, and the bound
-// config checks the share against is the spool's real total.
+// manager (devspace_output_grant_share_bytes says what it enforces; a
+// share past the 1 GiB spool is the whole spool), and the largest
+// grant's use is exported without a grant label.
 func TestOutputGrantShare(t *testing.T) {
-	if config.OutputSpoolBytes != process.DefaultMaxSpoolBytes {
-		t.Fatalf("config.OutputSpoolBytes = %d, process.DefaultMaxSpoolBytes = %d", config.OutputSpoolBytes, process.DefaultMaxSpoolBytes)
-	}
 	for _, tt := range []struct {
 		name, share, want string
 	}{
 		{"default", "", "2.68435456e+08"},
 		{"set", "64MiB", "6.7108864e+07"},
+		{"past the spool", "2GiB", "1.073741824e+09"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_OUTPUT_GRANT_SHARE": tt.share}})

@@ -57,11 +57,10 @@ const (
 	MinMaxRequestBody     int64 = 1 << 20
 	MaxMaxRequestBody     int64 = 256 << 20
 
-	// OutputSpoolBytes is the command output spool's total (the process
-	// manager's DefaultMaxSpoolBytes; internal/app's tests hold the two
-	// equal), the most DEVSPACE_OUTPUT_GRANT_SHARE may be.
-	// MinOutputGrantShare is the least: a few commands' heads and tails.
-	OutputSpoolBytes    int64 = 1 << 30
+	// MinOutputGrantShare is the least DEVSPACE_OUTPUT_GRANT_SHARE may
+	// be: a few commands' heads and tails. (The most that means anything
+	// is the spool's total, which the process manager owns; it takes a
+	// larger share as the whole spool.)
 	MinOutputGrantShare int64 = 1 << 20
 
 	// MCPPath is the path of the MCP endpoint under the public origin.
@@ -206,8 +205,8 @@ type Config struct {
 	MaxRequestBody int64
 	// OutputGrantShare bounds the retained command output of one grant
 	// (DEVSPACE_OUTPUT_GRANT_SHARE). Default: 0, meaning the process
-	// manager's: a quarter of the 1 GiB spool (256 MiB); allowed
-	// MinOutputGrantShare to OutputSpoolBytes.
+	// manager's: a quarter of the 1 GiB spool (256 MiB); at least
+	// MinOutputGrantShare, and the whole spool or more means no share.
 	OutputGrantShare int64
 	// Edge holds the public-edge limits (edge.go).
 	Edge Edge

@@ -287,7 +287,7 @@ func settings() []setting {
 		{
 			flag: "output-grant-share", env: envOutputGrantShare, arg: "BYTES",
 			def:   "268435456, i.e. 256MiB, a quarter of the 1GiB output spool",
-			usage: "Most retained command output one grant may hold, in bytes or with a KiB/MiB/GiB suffix; from 1MiB to 1GiB. Past it the grant's own new output is truncated (each command still keeps its first and last 64KiB) and its own oldest output is retired, never another grant's.",
+			usage: "Most retained command output one grant may hold, in bytes or with a KiB/MiB/GiB suffix; at least 1MiB, and 1GiB (the whole spool) or more means no share. Past it the grant's own new output is truncated (each command still keeps its first and last 64KiB) and its own oldest output is retired, never another grant's.",
 			parse: size(func(c *Config) *int64 { return &c.OutputGrantShare }),
 		},
 		{

@@ -56,8 +56,8 @@ func (c *Config) validate() []error {
 		add(errorf(envMaxRequestBody, "%d bytes is out of range; use 1MiB (%d) to 256MiB (%d)",
 			c.MaxRequestBody, MinMaxRequestBody, MaxMaxRequestBody))
 	}
-	if s := c.OutputGrantShare; s != 0 && (s < MinOutputGrantShare || s > OutputSpoolBytes) {
-		add(errorf(envOutputGrantShare, "%d bytes is out of range; use 1MiB (%d) to 1GiB (%d), the output spool", s, MinOutputGrantShare, OutputSpoolBytes))
+	if s := c.OutputGrantShare; s != 0 && s < MinOutputGrantShare {
+		add(errorf(envOutputGrantShare, "%d bytes is too small; use at least 1MiB (%d), a few commands' first and last 64KiB", s, MinOutputGrantShare))
 	}
 	add(c.validateEdge()...)
 	add(c.validateDisk(roots)...)

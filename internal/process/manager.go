@@ -110,7 +110,8 @@ type Options struct {
 	// SpoolShareBytes bounds what the spools of one owner (Spec.Share: the
 	// server passes the grant) retain, so that one owner's output never
 	// crowds out another's; default a quarter of MaxSpoolBytes
-	// (DEVSPACE_OUTPUT_GRANT_SHARE). Past it, or past MaxSpoolBytes, a
+	// (DEVSPACE_OUTPUT_GRANT_SHARE). A share past MaxSpoolBytes is
+	// MaxSpoolBytes: no share. Past it, or past MaxSpoolBytes, a
 	// command's output is truncated, except its first 64 KiB (the last
 	// 64 KiB stay in memory, as past every bound).
 	SpoolShareBytes int64
@@ -228,6 +229,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.SpoolShareBytes <= 0 {
 		opts.SpoolShareBytes = opts.MaxSpoolBytes / 4
 	}
+	opts.SpoolShareBytes = min(opts.SpoolShareBytes, opts.MaxSpoolBytes)
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
