@@ -288,7 +288,7 @@ func settings() []setting {
 			flag: "output-grant-share", env: envOutputGrantShare, arg: "BYTES",
 			def:   "268435456, i.e. 256MiB, a quarter of the 1GiB output spool",
 			usage: "Most retained command output one grant may hold, in bytes or with a KiB/MiB/GiB suffix; at least 1MiB, and 1GiB (the whole spool) or more means no share. Past it the grant's own new output is truncated (each command still keeps its first and last 64KiB) and its own oldest output is retired, never another grant's.",
-			parse: size(func(c *Config) *int64 { return &c.OutputGrantShare }),
+			parse: sizeField(func(c *Config) *int64 { return &c.OutputGrantShare }),
 		},
 		{
 			flag: "widgets", env: envWidgets, arg: "MODE",
@@ -300,7 +300,7 @@ func settings() []setting {
 			flag: "max-request-body", env: envMaxRequestBody, arg: "BYTES",
 			def:   "33554432, i.e. 32MiB",
 			usage: "Largest request body accepted, in bytes or with a KiB/MiB suffix; from 1MiB to 256MiB.",
-			parse: size(func(c *Config) *int64 { return &c.MaxRequestBody }),
+			parse: sizeField(func(c *Config) *int64 { return &c.MaxRequestBody }),
 		},
 	}, append(edgeSettings(), diskSettings()...)...)
 }
@@ -413,18 +413,6 @@ func normalizePublicURL(v string) string {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u.String()
-}
-
-// size returns a parse function storing a size (parseSize) in field.
-func size(field func(*Config) *int64) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := parseSize(v)
-		if err != nil {
-			return err
-		}
-		*field(c) = n
-		return nil
-	}
 }
 
 func parseDuration(dst *time.Duration, v string) error {
