@@ -131,6 +131,8 @@ type Options struct {
 	// DisableCgroup turns off per-command cgroups even when a delegated
 	// cgroup v2 is writable.
 	DisableCgroup bool
+	// Limits bounds each command's tree.
+	Limits Limits
 	// Sandbox configures command confinement; the zero value confines
 	// every command and refuses commands where Landlock is unavailable.
 	Sandbox SandboxOptions

@@ -41,6 +41,9 @@ type Spec struct {
 	// scratch directory. Empty means Dir.
 	Root string
 
+	// Tenant is whose command this is (the grant).
+	Tenant string
+
 	// ReadOnly makes Root read-only for a confined command.
 	ReadOnly bool
 
