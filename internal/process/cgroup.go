@@ -190,6 +190,23 @@ func cgroupKill(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 }
 
+// cgroupOOMKilled reports whether the kernel's OOM killer killed a
+// process of the cgroup (memory.events: oom_kill, or oom_group_kill
+// under memory.oom.group). Without the memory controller it is false.
+func cgroupOOMKilled(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "memory.events"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && (k == "oom_kill" || k == "oom_group_kill") && v != "0" {
+			return true
+		}
+	}
+	return false
+}
+
 // cgroupPopulated reports whether any process remains in the cgroup or its
 // children. An unreadable cgroup counts as empty.
 func cgroupPopulated(dir string) bool {

@@ -31,13 +31,14 @@ const ProtocolCommand = "__protocol"
 
 // protocolRevision is raised when a message's meaning changes without its
 // shape changing (Protocol covers the shape).
-const protocolRevision = 4
+const protocolRevision = 5
 
 // wireTypes are the messages between the server, a supervisor and a
-// launcher.
+// launcher (and the limits they inherit in their environment).
 var wireTypes = []reflect.Type{
 	reflect.TypeFor[supervisorSpec](), reflect.TypeFor[request](), reflect.TypeFor[event](),
 	reflect.TypeFor[launcherReply](), reflect.TypeFor[sandbox.Policy](),
+	reflect.TypeFor[commandLimits](), // supervisorLimitsEnv
 }
 
 // Protocol names what this build's server, supervisors and launchers say

@@ -116,6 +116,11 @@ func LauncherMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "devspace: __launch: setsid:", err)
 		return 1
 	}
+	limits := limitsFromEnv()
+	if err := commandOOMScore(); err != nil {
+		fmt.Fprintln(os.Stderr, "devspace: __launch: oom_score_adj:", err)
+		return 1
+	}
 	ctl := os.NewFile(ctlFD, "devspace-launch")
 	reply := func(r launcherReply) {
 		b, _ := json.Marshal(r)
@@ -189,6 +194,9 @@ func LauncherMain(args []string) int {
 		if enforced == "" {
 			enforced = "none"
 		}
+	}
+	if err := commandRlimits(limits); err != nil {
+		return fail("limits", err)
 	}
 	if !parentIsSupervisor() {
 		return fail("supervisor", errors.New("the supervisor is gone"))
@@ -352,7 +360,7 @@ type launcherProc struct {
 // filter, an older kernel), the launcher is started outside and moved in,
 // which waits for an RCU grace period; either way before the command is
 // known. A launcher that cannot be placed runs without a cgroup.
-func startLauncher(cgroup string, namespaces bool) (*launcherProc, error) {
+func startLauncher(cgroup string, o launcherOpts) (*launcherProc, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("launcher socket: %w", err)
@@ -375,13 +383,21 @@ func startLauncher(cgroup string, namespaces bool) (*launcherProc, error) {
 		Files: []uintptr{uintptr(null), uintptr(null), 2, uintptr(fds[1])},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
-	if namespaces {
+	if o.namespaces {
 		// Its command's private /tmp, /dev/shm and IPC objects: a
 		// launcher that could not be started so fails its command
 		// (sandbox.Restrict compares its namespaces with these), it
 		// never runs it in the host's.
 		sandbox.NamespaceAttr(attr.Sys)
 		attr.Env = append([]string{launcherHostNSEnv + "=" + sandbox.NamespaceIDs()}, attr.Env...)
+		if o.cloneNProc > 0 {
+			// The new user namespace's RLIMIT_NPROC ceiling is its
+			// creator's soft limit at the clone: every command's tasks,
+			// counted with all of the user's, stay within it. The
+			// supervisor's own limit is lowered only for the clone (its
+			// own threads must never be refused).
+			defer lowerNProc(o.cloneNProc)()
+		}
 	}
 	argv := []string{filepath.Base(exe), LauncherCommand}
 	var pid int
@@ -414,6 +430,54 @@ func startLauncher(cgroup string, namespaces bool) (*launcherProc, error) {
 	l.rd = bufio.NewReaderSize(&l.recv, 4<<10)
 	l.recv.fd = fds[0]
 	return l, nil
+}
+
+// launcherOpts are a supervisor's settings for every launcher it starts.
+type launcherOpts struct {
+	// namespaces: launchers start in namespaces of their own
+	// (sandbox.NamespaceAttr; SandboxState.IPC "namespace").
+	namespaces bool
+	// cloneNProc is the supervisor's soft RLIMIT_NPROC while it clones a
+	// launcher's user namespace (commandLimits.CloneNProc); 0: unchanged.
+	cloneNProc int64
+}
+
+// lowerNProc sets this process's soft RLIMIT_NPROC to n (at most its hard
+// limit) and returns what restores it.
+func lowerNProc(n int64) (restore func()) {
+	var old unix.Rlimit
+	if unix.Prlimit(0, unix.RLIMIT_NPROC, nil, &old) != nil {
+		return func() {}
+	}
+	lowered := unix.Rlimit{Cur: min(uint64(n), old.Max), Max: old.Max}
+	if unix.Prlimit(0, unix.RLIMIT_NPROC, &lowered, nil) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.Prlimit(0, unix.RLIMIT_NPROC, &old, nil) }
+}
+
+// commandRlimits sets, just before the exec, the RLIMIT_NPROC of the
+// command (commandLimits.NProc; soft and hard, so that it cannot raise
+// it), at most the launcher's hard limit.
+func commandRlimits(c commandLimits) error {
+	if c.NProc <= 0 {
+		return nil
+	}
+	var old unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_NPROC, nil, &old); err != nil {
+		return err
+	}
+	n := min(uint64(c.NProc), old.Max)
+	return unix.Prlimit(0, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
+}
+
+// commandOOMScore makes the launcher, and so its command, the kernel OOM
+// killer's first choice (oom_score_adj 1000, inherited by the command's
+// children): when the container runs out of memory, a command dies,
+// never the server. A confined command cannot lower it: its own /proc
+// entries are read-only in its domain, its children's outside it.
+func commandOOMScore() error {
+	return os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 }
 
 // cloneIntoCgroup is false only in tests of the fallback (moving the

@@ -150,8 +150,12 @@ func TestMemoryHogOutOfMemory(t *testing.T) {
 		if st.Status != StatusKilled || st.KillReason != ReasonOutOfMemory {
 			t.Errorf("the hog ended %+v, output %q; want killed (%s)", st, hog.Head(500), ReasonOutOfMemory)
 		}
-		if strings.Contains(string(hog.Head(500)), "allocated") {
-			t.Errorf("the hog got all it asked for: %q", hog.Head(500))
+		out := string(hog.Head(1 << 16))
+		if strings.Contains(out, "allocated") {
+			t.Errorf("the hog got all it asked for: %q", out)
+		}
+		if held := strings.Fields(out); len(held) >= 2 {
+			t.Logf("the hog held %s bytes when it was stopped (limit %d)", held[len(held)-1], memMax)
 		}
 		waitDone(t, hog, 15*time.Second)
 		assertGone(t, marker)
@@ -174,4 +178,50 @@ func TestOOMScoreOfCommands(t *testing.T) {
 	if len(out) == 0 || out[0] != "1000" || out[len(out)-1] != "1000" || strings.Contains(string(p.Head(4096)), "lowered") {
 		t.Errorf("oom_score_adj of a command: %q", p.Head(4096))
 	}
+}
+
+// TestTenantShare: one tenant's commands together get at most its share
+// (half of what commands may use), however many it runs: two fork loops
+// of one grant, each within the per-command limit, exceed it together,
+// and one of them is stopped; another grant's loop of the same size runs
+// on. The cgroup refuses the forks instead (the tenant's pids.max).
+func TestTenantShare(t *testing.T) {
+	limitModes(t, func(t *testing.T, useCgroup bool) {
+		// 600 tasks in all: 256 kept for the server, 172 per tenant.
+		budget := func() Budget { return Budget{Pids: 600, Memory: 4 << 30} }
+		m := newLimitsManager(t, Limits{Budget: budget}, useCgroup)
+		if st := m.Limits(); st.TenantPids != 172 || st.PidsMax != 172 {
+			t.Fatalf("limits %+v", st)
+		}
+		dir := script(t, "forkbomb.py")
+		const loop = "exec " + systemPython + " forkbomb.py 120"
+		a1 := startTenant(t, m, "a1", "grant-a", dir, loop, nil)
+		waitOutput(t, a1, "made 120", 20*time.Second)
+		b := startTenant(t, m, "b", "grant-b", dir, loop, nil)
+		a2 := startTenant(t, m, "a2", "grant-a", dir, loop, nil)
+		waitOutput(t, b, "made 120", 20*time.Second)
+		if useCgroup {
+			time.Sleep(time.Second)
+			if strings.Contains(string(a2.Head(200)), "made") || a1.State().Status != StatusRunning || a2.State().Status != StatusRunning {
+				t.Errorf("grant A past its share: %+v %q / %+v %q", a1.State(), a1.Head(200), a2.State(), a2.Head(200))
+			}
+			return
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for a1.State().Status == StatusRunning && a2.State().Status == StatusRunning && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		stopped, other := a1, a2
+		if a2.State().Status != StatusRunning {
+			stopped, other = a2, a1
+		}
+		if st := stopped.State(); st.Status != StatusKilled || st.KillReason != ReasonPidsLimit {
+			t.Fatalf("grant A's commands over its share: %+v, %+v", a1.State(), a2.State())
+		}
+		waitOutput(t, other, "made 120", 20*time.Second)
+		time.Sleep(300 * time.Millisecond)
+		if other.State().Status != StatusRunning || b.State().Status != StatusRunning {
+			t.Errorf("within their shares: %+v, %+v", other.State(), b.State())
+		}
+	})
 }

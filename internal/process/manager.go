@@ -164,6 +164,10 @@ type Manager struct {
 	// wait for that on first use.
 	cgroup         func() string
 	supervisorPath func() string
+	// limits says how commands are bounded, found once (it waits for the
+	// cgroup probe); supervisorLimits is what supervisors are told of it.
+	limits           func() LimitsState
+	supervisorLimits func() commandLimits
 	// ownSID, sweepNow and sweepWaiters serve the subreaper; sweepNow is
 	// nil without it. sweepMu guards sweepWaiters.
 	ownSID       int
@@ -276,12 +280,14 @@ func New(opts Options) (*Manager, error) {
 		"ipc", m.sandbox.IPC, "reason", m.sandbox.Status.Reason)
 	m.cgroup = sync.OnceValue(m.probeCgroup)
 	m.supervisorPath = sync.OnceValue(m.findSupervisor)
+	m.limits = sync.OnceValue(m.probeLimits)
+	m.supervisorLimits = sync.OnceValue(func() commandLimits { return commandLimitsOf(m.limits()) })
 	if opts.Subreaper {
 		if err := m.becomeSubreaper(); err != nil {
 			m.log.Warn("cannot become a child subreaper; orphans of a lost supervisor re-parent to PID 1", "err", err)
 		}
 	}
-	go m.cgroup()
+	go m.logLimits()
 	if !opts.WarmLater {
 		m.Warm()
 	}
@@ -307,6 +313,15 @@ func (m *Manager) probeCgroup() string {
 		m.log.Info("removed empty command cgroups left by an earlier run", "count", n)
 	}
 	return dir
+}
+
+// logLimits finds how commands are bounded and says so.
+func (m *Manager) logLimits() {
+	st := m.limits()
+	m.log.Info("command limits", "mechanism", st.Mechanism, "reason", st.Reason, "pids_max", st.PidsMax,
+		"memory_max", st.MemoryMax, "tenant_pids", st.TenantPids, "tenant_memory", st.TenantMemory,
+		"commands_pids", st.CommandsPids, "commands_memory", st.CommandsMemory, "budget_from", st.BudgetFrom,
+		"rlimit_nproc", st.NProc)
 }
 
 // findSupervisor returns the binary supervisors run: the command helper
@@ -618,8 +633,12 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	if !ev.Cgroup {
 		cgroupDir = ""
 	}
+	tenant := l.tenant
+	if tenant == "" {
+		tenant = group
+	}
 	p := &Process{
-		id: id, group: group, m: m, grace: m.opts.Grace, sandboxRules: ev.Sandbox,
+		id: id, group: group, tenant: tenant, m: m, grace: m.opts.Grace, sandboxRules: ev.Sandbox,
 		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir, root: l.root, readOnly: l.readOnly,
 		sup: sup, out: out, outR: outR, capKill: l.killOnCap,
 		exited: make(chan struct{}), outputDone: make(chan struct{}), done: make(chan struct{}),

@@ -88,6 +88,7 @@ type State struct {
 // until Remove; the Manager forgets the process once its tree is gone.
 type Process struct {
 	id, group string
+	tenant    string // Spec.Tenant, else group
 	m         *Manager
 	log       *slog.Logger
 	grace     time.Duration
@@ -118,6 +119,9 @@ type Process struct {
 	notify   chan struct{}
 	killSent bool
 	timer    *time.Timer
+	// usage is what the tree used when its supervisor last said
+	// (evUsage; only where the supervisor bounds it).
+	usage treeUsage
 }
 
 // ID returns the process ID ("proc_…"), random and unique.
@@ -286,6 +290,27 @@ func (p *Process) escalated(n int) {
 	p.log.Info("interrupt left processes alive; killing the tree", "processes", n)
 }
 
+// limitExceeded records that the tree exceeded a limit (reason, one of
+// the package's) and is being killed, or was killed by the kernel for
+// want of memory.
+func (p *Process) limitExceeded(reason string) {
+	if reason != ReasonOutOfMemory && reason != ReasonPidsLimit {
+		return // a bounded label set (process_kills_total)
+	}
+	p.mu.Lock()
+	first := p.st.KillReason == ""
+	if first {
+		p.st.KillReason = reason
+	}
+	p.killSent = true
+	p.changedLocked()
+	p.mu.Unlock()
+	if first {
+		p.m.metrics.ProcessKilled(reason)
+	}
+	p.log.Info("command exceeded its limit; killing the tree", "reason", reason)
+}
+
 // Kill terminates the whole tree: SIGTERM, the Manager's grace period, then
 // SIGKILL until no process remains. It blocks until the tree is gone
 // (returning nil, also when it already was) or until grace plus 10 s have
@@ -427,6 +452,13 @@ func (p *Process) readControl() {
 			p.recordExit(ev.Code, ev.Signal, "")
 		case evEscalated:
 			p.escalated(ev.Killed)
+		case evLimit:
+			p.limitExceeded(ev.Reason)
+		case evUsage:
+			p.mu.Lock()
+			p.usage = treeUsage{tasks: ev.Tasks, memory: ev.Memory}
+			p.mu.Unlock()
+			p.m.enforceTenantShare(p.tenant)
 		case evDone:
 			doneSeen, orphans, reusable = true, ev.Orphans, ev.Reusable
 			p.ctlMu.Lock()

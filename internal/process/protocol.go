@@ -79,6 +79,13 @@ const (
 	// evEscalated: an interrupt left processes alive; Killed of them are
 	// being killed.
 	evEscalated = "escalated"
+	// evLimit: the tree exceeded a limit (Reason: ReasonPidsLimit,
+	// ReasonOutOfMemory) and is being killed, or the kernel killed it
+	// for want of memory; sent before the exit it causes.
+	evLimit = "limit"
+	// evUsage: what the tree uses now (Tasks, Memory), from a supervisor
+	// that bounds it (commandLimits.Poll), when it changed.
+	evUsage = "usage"
 )
 
 type event struct {
@@ -104,4 +111,10 @@ type event struct {
 	// Retry on spawn_error: nothing ran and the supervisor is exiting (a
 	// signal ended it as the command arrived); another may be tried.
 	Retry bool `json:"retry,omitempty"`
+	// Reason on limit: which limit.
+	Reason string `json:"reason,omitempty"`
+	// Tasks and Memory on usage: the tree's tasks and memory in bytes
+	// (treeUsage).
+	Tasks  int   `json:"tasks,omitempty"`
+	Memory int64 `json:"memory,omitempty"`
 }

@@ -41,7 +41,10 @@ type Spec struct {
 	// scratch directory. Empty means Dir.
 	Root string
 
-	// Tenant is whose command this is (the grant).
+	// Tenant is whose command this is (the grant): a tenant's commands
+	// together get at most its share of the pids and memory commands may
+	// use (LimitsState), and, under a cgroup, an equal share of the CPU
+	// with every other tenant's. Empty means the group's own.
 	Tenant string
 
 	// ReadOnly makes Root read-only for a confined command.
@@ -107,6 +110,7 @@ type launch struct {
 	readOnly  bool
 	readPaths []string
 	share     string
+	tenant    string
 }
 
 func invalid(format string, args ...any) error {
@@ -119,7 +123,7 @@ func resolve(spec Spec) (launch, error) {
 	l := launch{
 		dir: spec.Dir, env: spec.Env, tty: spec.TTY, stdin: spec.Stdin, closeIn: spec.CloseStdin,
 		timeout: spec.Timeout, maxOutput: spec.MaxOutputBytes, killOnCap: spec.KillOnOutputLimit,
-		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths, share: spec.Share,
+		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths, share: spec.Share, tenant: spec.Tenant,
 	}
 	switch {
 	case spec.Shell && (spec.Program != "" || len(spec.Args) > 0):

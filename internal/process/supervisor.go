@@ -107,9 +107,10 @@ func SupervisorMain(args []string) int {
 	// retried when a command arrives.
 	first := os.Getenv(supervisorCgroupEnv)
 	_ = os.Unsetenv(supervisorCgroupEnv)
-	s.namespaces = os.Getenv(supervisorNamespacesEnv) == "1"
+	s.limits = limitsFromEnv() // left in the environment: launchers read it too
+	s.launcherOpts = launcherOpts{namespaces: os.Getenv(supervisorNamespacesEnv) == "1", cloneNProc: s.limits.CloneNProc}
 	_ = os.Unsetenv(supervisorNamespacesEnv)
-	s.launcher, _ = startLauncher(first, s.namespaces)
+	s.launcher, _ = startLauncher(first, s.launcherOpts)
 	defer s.dropLauncher()
 	for jobs := 1; ; jobs++ {
 		stdin, output, err := s.awaitCommand()
@@ -165,10 +166,13 @@ type supervisor struct {
 	term chan os.Signal // SIGTERM, SIGINT, SIGHUP
 	// terminated: a SIGTERM, SIGINT or SIGHUP arrived; the supervisor
 	// kills its tree and exits after it.
-	terminated bool
-	wmu        sync.Mutex
-	launcher   *launcherProc // started ahead of the next command; nil if none
-	namespaces bool          // launchers start in namespaces of their own
+	terminated   bool
+	wmu          sync.Mutex
+	launcher     *launcherProc // started ahead of the next command; nil if none
+	launcherOpts launcherOpts
+	// limits are the server's (supervisorLimitsEnv); with Poll the
+	// supervisor bounds its tree itself.
+	limits commandLimits
 
 	// Per command:
 	spec         supervisorSpec
@@ -181,6 +185,16 @@ type supervisor struct {
 	exitReported bool
 	empty        bool // wait4 returned ECHILD: no process of the tree remains
 	orphans      map[int]bool
+	// killing: the supervisor sent SIGKILL to the tree (a kill, or a
+	// limit); a SIGKILL it did not send may be the OOM killer's.
+	killing bool
+	// limitKill: a limit was exceeded (the reason was reported); the
+	// tree is killed at once.
+	limitKill bool
+	// oomKills is the kernel's count of OOM kills when the command
+	// started (oomKills); reported is the use last sent to the server.
+	oomKills int64
+	reported treeUsage
 }
 
 func (s *supervisor) send(ev event) {
@@ -259,6 +273,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	s.spec = supervisorSpec{}
 	s.mainPID, s.cgroupDir, s.sandboxRules, s.orphans = 0, "", "", nil
 	s.mainExited, s.exitReported, s.empty = false, false, false
+	s.killing, s.limitKill, s.reported = false, false, treeUsage{}
 
 	rd := bufio.NewReaderSize(s.ctl, 16<<10)
 	line, err := readLine(rd, maxSpecBytes)
@@ -283,11 +298,21 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	if err != nil {
 		s.send(event{Event: evSpawnError, Error: spawnMessage(err), Reusable: mayReuse})
 		if mayReuse && s.launcher == nil {
-			s.launcher, _ = startLauncher(s.spec.NextCgroup, s.namespaces)
+			s.launcher, _ = startLauncher(s.spec.NextCgroup, s.launcherOpts)
 		}
 		return mayReuse
 	}
 	s.send(event{Event: evStarted, PID: s.mainPID, Cgroup: s.cgroupDir != "", Sandbox: s.sandboxRules})
+	// A tree bounded by its supervisor is first looked at once its start
+	// is reported, so that looking costs the start nothing.
+	var usage *time.Timer
+	usageC := make(<-chan time.Time) // never fires without a poll
+	if s.limits.Poll {
+		s.oomKills = oomKills()
+		usage = time.NewTimer(usagePoll)
+		defer usage.Stop()
+		usageC = usage.C
+	}
 
 	reqs := make(chan request, 4)
 	eof := make(chan struct{})      // the server closed the socket
@@ -323,10 +348,17 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	var escalateGrace time.Duration
 	for {
 		s.reap()
+		if s.limitKill && !s.empty {
+			s.killTree(0)
+		}
 		if s.empty {
 			break
 		}
 		select {
+		case <-usageC:
+			began := time.Now()
+			s.checkUsage()
+			usage.Reset(max(usagePoll, usageBackoff*time.Since(began)))
 		case <-escalate:
 			escalate = nil
 			// SIGINT did not end the tree (background jobs of a
@@ -385,7 +417,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		// (not while it runs: starting it would delay the exit report):
 		// a Go binary takes milliseconds to start, confining and exec'ing
 		// takes microseconds. It starts in the next command's cgroup.
-		s.launcher, _ = startLauncher(s.spec.NextCgroup, s.namespaces)
+		s.launcher, _ = startLauncher(s.spec.NextCgroup, s.launcherOpts)
 	}
 	return reuse
 }
@@ -405,7 +437,7 @@ func (s *supervisor) spawn(stdin, output int) error {
 		}
 		if l == nil {
 			var err error
-			if l, err = startLauncher(s.spec.Cgroup, s.namespaces); err != nil {
+			if l, err = startLauncher(s.spec.Cgroup, s.launcherOpts); err != nil {
 				return err
 			}
 		}
@@ -464,6 +496,11 @@ func (s *supervisor) reap() {
 	}
 	if s.mainExited && !s.exitReported {
 		s.exitReported = true
+		if s.mainStatus.Signaled() && s.mainStatus.Signal() == syscall.SIGKILL && !s.killing && s.outOfMemory() {
+			// The kernel's OOM killer: the command ends whole, as under
+			// memory.oom.group, and says why before its exit.
+			s.exceeded(ReasonOutOfMemory)
+		}
 		ev := event{Event: evExit, Done: s.empty}
 		if s.mainStatus.Signaled() {
 			ev.Signal = int(s.mainStatus.Signal())
@@ -574,14 +611,17 @@ func (s *supervisor) signalTree(sig syscall.Signal) {
 // killTree terminates the whole tree: SIGTERM and SIGCONT, up to grace for
 // it to exit, then SIGKILL rounds until wait4 reports no child left. A
 // process with a pending SIGKILL cannot fork, so every round shrinks the
-// set of processes that can still create new ones.
+// set of processes that can still create new ones. A grace of zero (a
+// limit exceeded) skips SIGTERM: SIGKILL at once.
 func (s *supervisor) killTree(grace time.Duration) {
 	s.reap()
 	if s.empty {
 		return
 	}
-	s.signalTree(syscall.SIGTERM)
-	s.signalTree(syscall.SIGCONT)
+	if grace > 0 {
+		s.signalTree(syscall.SIGTERM)
+		s.signalTree(syscall.SIGCONT)
+	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		s.reap()
@@ -590,6 +630,7 @@ func (s *supervisor) killTree(grace time.Duration) {
 		}
 		s.pause(min(10*time.Millisecond, time.Until(deadline)))
 	}
+	s.killing = true
 	for {
 		if s.cgroupDir != "" {
 			_ = cgroupKill(s.cgroupDir)
@@ -602,6 +643,63 @@ func (s *supervisor) killTree(grace time.Duration) {
 		s.pause(5 * time.Millisecond)
 	}
 }
+
+// checkUsage looks at the tree of a command the supervisor bounds
+// (commandLimits.Poll): past its limits it is killed at once, and its
+// use is reported to the server when it changed by a 32nd of a limit
+// (the server bounds each tenant's commands together).
+func (s *supervisor) checkUsage() {
+	if s.limitKill || s.empty {
+		return
+	}
+	skip := 0
+	if s.launcher != nil {
+		skip = s.launcher.pid
+	}
+	u := measureTree(s.self, skip, s.limits.MemoryMax)
+	switch {
+	case s.limits.PidsMax > 0 && u.tasks > s.limits.PidsMax:
+		s.exceeded(ReasonPidsLimit)
+		return
+	case s.limits.MemoryMax > 0 && u.memory > s.limits.MemoryMax:
+		s.exceeded(ReasonOutOfMemory)
+		return
+	}
+	if abs(u.tasks-s.reported.tasks) >= max(1, s.limits.PidsMax/32) ||
+		abs64(u.memory-s.reported.memory) >= max(1<<20, s.limits.MemoryMax/32) {
+		s.reported = u
+		s.send(event{Event: evUsage, Tasks: u.tasks, Memory: u.memory})
+	}
+}
+
+// exceeded reports that the tree exceeded a limit (reason) and has it
+// killed at once (the job loop: limitKill).
+func (s *supervisor) exceeded(reason string) {
+	if s.limitKill {
+		return
+	}
+	s.limitKill = true
+	s.send(event{Event: evLimit, Reason: reason})
+}
+
+// outOfMemory reports whether the kernel ran out of memory for the
+// command: its cgroup's memory.events count an OOM kill, or, without
+// one, the kernel counted an OOM kill since the command started (the
+// container's limit: commands have oom_score_adj 1000, so its victim is
+// a command, and the biggest).
+func (s *supervisor) outOfMemory() bool {
+	if s.cgroupDir != "" {
+		return cgroupOOMKilled(s.cgroupDir)
+	}
+	if !s.limits.Poll || s.oomKills < 0 {
+		return false
+	}
+	return oomKills() > s.oomKills
+}
+
+func abs(n int) int { return max(n, -n) }
+
+func abs64(n int64) int64 { return max(n, -n) }
 
 // pause waits for a signal (SIGCHLD usually) or d. A SIGTERM, SIGINT
 // or SIGHUP is remembered (terminated): the kill under way goes on, and

@@ -54,6 +54,7 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 	if m.sandbox.IPC == IPCNamespace {
 		cmd.Env = append(cmd.Env, supervisorNamespacesEnv+"=1")
 	}
+	cmd.Env = append(cmd.Env, m.supervisorLimits().env())
 	var first string
 	if parent := m.cgroup(); parent != "" {
 		first = newCgroupDir(parent)
