@@ -167,8 +167,9 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	}
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
-		Env: process.MergeEnv(s.baseEnv, cmd.Environment),
-		TTY: cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
+		Tenant: req.Owner.GrantID, // a grant's commands share its bounds (processes, memory, CPU)
+		Env:    process.MergeEnv(s.baseEnv, cmd.Environment),
+		TTY:    cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
 		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes,
 		Share: req.Owner.GrantID} // the grant's share of the spool: one grant's output never crowds out another's
 	if spec.Timeout == 0 {

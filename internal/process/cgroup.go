@@ -37,6 +37,12 @@ func cgroupParent() (dir, reason string, err error) {
 		return "", "the current cgroup v2 path is unknown", err
 	}
 	dir = filepath.Join(mount, filepath.FromSlash(rel))
+	if filepath.Base(dir) == serverCgroupName {
+		// The cgroup tier moved this server (or an earlier one, before a
+		// restart in place) into a leaf of its cgroup: the cgroup it was
+		// given is the leaf's parent.
+		dir = filepath.Dir(dir)
+	}
 	probe := filepath.Join(dir, "devspace-probe-"+randomToken(6))
 	if err := os.Mkdir(probe, 0o755); err != nil {
 		return "", "cgroup v2 is not writable (no delegated subtree)", err
@@ -156,6 +162,8 @@ func cgroupMove(dir string, pid int) error {
 // left alone; one that another server has just made for its next launcher
 // and not yet entered costs that server the slower start of a launcher
 // outside its cgroup, moved in after.
+// Called on the cgroup tier's cgroup of all commands, it removes the
+// empty tenant cgroups too, with what they hold.
 func removeEmptyCgroups(parent string) int {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
@@ -163,7 +171,14 @@ func removeEmptyCgroups(parent string) int {
 	}
 	n := 0
 	for _, e := range ents {
-		if e.IsDir() && isCommandCgroup(e.Name()) && os.Remove(filepath.Join(parent, e.Name())) == nil {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		if isTenantCgroup(e.Name()) {
+			n += removeEmptyCgroups(dir)
+			_ = os.Remove(dir)
+		} else if isCommandCgroup(e.Name()) && os.Remove(dir) == nil {
 			n++
 		}
 	}
@@ -172,8 +187,14 @@ func removeEmptyCgroups(parent string) int {
 
 // isCommandCgroup reports whether name is one newCgroupDir makes:
 // "devspace-" and 24 lowercase hex digits.
-func isCommandCgroup(name string) bool {
-	hex, ok := strings.CutPrefix(name, "devspace-")
+func isCommandCgroup(name string) bool { return hexNamed(name, "devspace-") }
+
+// isTenantCgroup reports whether name is one tenantCgroupName makes.
+func isTenantCgroup(name string) bool { return hexNamed(name, tenantCgroupPrefix) }
+
+// hexNamed reports whether name is prefix and 24 lowercase hex digits.
+func hexNamed(name, prefix string) bool {
+	hex, ok := strings.CutPrefix(name, prefix)
 	if !ok || len(hex) != 24 {
 		return false
 	}

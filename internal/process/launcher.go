@@ -390,23 +390,31 @@ func startLauncher(cgroup string, o launcherOpts) (*launcherProc, error) {
 		// never runs it in the host's.
 		sandbox.NamespaceAttr(attr.Sys)
 		attr.Env = append([]string{launcherHostNSEnv + "=" + sandbox.NamespaceIDs()}, attr.Env...)
-		if o.cloneNProc > 0 {
+		if o.limits.CloneNProc > 0 {
 			// The new user namespace's RLIMIT_NPROC ceiling is its
 			// creator's soft limit at the clone: every command's tasks,
 			// counted with all of the user's, stay within it. The
 			// supervisor's own limit is lowered only for the clone (its
 			// own threads must never be refused).
-			defer lowerNProc(o.cloneNProc)()
+			defer lowerNProc(o.limits.CloneNProc)()
 		}
 	}
 	argv := []string{filepath.Base(exe), LauncherCommand}
 	var pid int
 	placed := ""
-	if cgroup != "" && makeCgroup(cgroup) == nil && cloneIntoCgroup {
-		if cgfd, err := unix.Open(cgroup, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+	// target is where the launcher goes: cgroup, unless that cannot be
+	// made, or bounded with the command's limits (commandLimits.Cgroup):
+	// then nowhere, and its supervisor bounds the command.
+	target := cgroup
+	if target != "" && (makeCgroup(target) != nil || o.limits.Cgroup && limitCommandCgroup(target, o.limits) != nil) {
+		_ = os.Remove(target)
+		target = ""
+	}
+	if target != "" && cloneIntoCgroup {
+		if cgfd, err := unix.Open(target, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, cgfd
 			if pid, err = syscall.ForkExec(exe, argv, attr); err == nil {
-				placed = cgroup
+				placed = target
 			}
 			syscall.Close(cgfd)
 			attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
@@ -414,12 +422,12 @@ func startLauncher(cgroup string, o launcherOpts) (*launcherProc, error) {
 	}
 	if placed == "" {
 		pid, err = syscall.ForkExec(exe, argv, attr)
-		if err == nil && cgroup != "" && cgroupMove(cgroup, pid) == nil {
-			placed = cgroup
+		if err == nil && target != "" && cgroupMove(target, pid) == nil {
+			placed = target
 		}
 	}
-	if placed == "" && cgroup != "" {
-		_ = os.Remove(cgroup)
+	if placed == "" && target != "" {
+		_ = os.Remove(target)
 	}
 	if err != nil {
 		syscall.Close(fds[0])
@@ -437,9 +445,10 @@ type launcherOpts struct {
 	// namespaces: launchers start in namespaces of their own
 	// (sandbox.NamespaceAttr; SandboxState.IPC "namespace").
 	namespaces bool
-	// cloneNProc is the supervisor's soft RLIMIT_NPROC while it clones a
-	// launcher's user namespace (commandLimits.CloneNProc); 0: unchanged.
-	cloneNProc int64
+	// limits: CloneNProc is the supervisor's soft RLIMIT_NPROC while it
+	// clones a launcher's user namespace; with Cgroup, a launcher's
+	// cgroup gets the command's limits before the launcher starts in it.
+	limits commandLimits
 }
 
 // lowerNProc sets this process's soft RLIMIT_NPROC to n (at most its hard

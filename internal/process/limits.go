@@ -145,35 +145,63 @@ type LimitsState struct {
 // (it waits for the cgroup probe New started).
 func (m *Manager) Limits() LimitsState { return m.limits() }
 
-// cgroupLimits sets up the cgroups that bound commands, when the
-// delegated cgroup v2 offers them, and says why (or why not).
-func (m *Manager) cgroupLimits(LimitsState) (string, bool) {
-	if m.opts.DisableCgroup {
-		return "per-command cgroups are turned off", false
+// LimitsStateOf returns how a Manager with these options would bound
+// commands here, without setting anything up (doctor, diagnostic): sb is
+// its SandboxStateOf. Like CgroupAvailable it creates and removes a probe
+// cgroup.
+func LimitsStateOf(l Limits, sb SandboxState, disableCgroup bool) LimitsState {
+	parent := ""
+	if !disableCgroup {
+		parent, _, _ = cgroupParent()
 	}
-	if m.cgroup() == "" {
-		return "no writable delegated cgroup v2", false
-	}
-	return "the delegated cgroup v2 has no pids and memory controllers", false
+	return limitsState(l, sb, disableCgroup, parent, func(st LimitsState) (string, bool) {
+		return cgroupOffersLimits(parent)
+	})
 }
 
-// probeLimits decides how commands are bounded.
+// probeLimits decides how commands are bounded; under the cgroup tier it
+// sets up its cgroups (commandsCgroup) first.
 func (m *Manager) probeLimits() LimitsState {
-	budget := m.opts.Limits.Budget
+	parent := m.cgroup()
+	return limitsState(m.opts.Limits, m.sandbox, m.opts.DisableCgroup, parent, func(st LimitsState) (string, bool) {
+		dir, err := setUpCgroupLimits(parent, st)
+		if err != nil {
+			return "cgroup limits unavailable: " + err.Error(), false
+		}
+		m.commandsCgroup = dir
+		if n := removeEmptyCgroups(dir); n > 0 {
+			m.log.Info("removed empty command cgroups left by an earlier run", "count", n)
+		}
+		return "the delegated cgroup v2 bounds each command", true
+	})
+}
+
+// limitsState derives the limits and decides their mechanism: a cgroup
+// when parent (the server's delegated cgroup; "" when none) takes them
+// (useCgroup), else the supervisor.
+func limitsState(l Limits, sb SandboxState, disableCgroup bool, parent string, useCgroup func(LimitsState) (string, bool)) LimitsState {
+	budget := l.Budget
 	if budget == nil {
 		budget = probeBudget
 	}
-	st := limitsFor(m.opts.Limits, budget())
-	var ok bool
-	if st.Reason, ok = m.cgroupLimits(st); ok {
-		st.Mechanism, st.NProc = LimitsCgroup, NProcNone
-		return st
+	st := limitsFor(l, budget())
+	switch {
+	case disableCgroup:
+		st.Reason = "per-command cgroups are turned off"
+	case parent == "":
+		st.Reason = "no writable delegated cgroup v2"
+	default:
+		var ok bool
+		if st.Reason, ok = useCgroup(st); ok {
+			st.Mechanism, st.NProc = LimitsCgroup, NProcNone
+			return st
+		}
 	}
 	st.Mechanism = LimitsSupervisor
 	switch {
 	case os.Geteuid() == 0:
 		st.NProc = NProcNone
-	case m.sandbox.IPC == IPCNamespace:
+	case sb.IPC == IPCNamespace:
 		st.NProc = NProcPerCommand
 	default:
 		st.NProc = NProcAllCommands
@@ -361,7 +389,11 @@ const supervisorLimitsEnv = "DEVSPACE_SUPERVISOR_LIMITS"
 type commandLimits struct {
 	// Poll: the supervisor watches its tree and kills it past PidsMax
 	// tasks or MemoryMax bytes (LimitsSupervisor).
-	Poll      bool  `json:"poll,omitempty"`
+	Poll bool `json:"poll,omitempty"`
+	// Cgroup: the supervisor writes PidsMax and MemoryMax into each
+	// command cgroup it makes (LimitsCgroup), and watches the tree of a
+	// command that could not get one, as with Poll.
+	Cgroup    bool  `json:"cgroup,omitempty"`
 	PidsMax   int   `json:"pids_max,omitempty"`
 	MemoryMax int64 `json:"memory_max,omitempty"`
 	// NProc is the RLIMIT_NPROC a launcher sets before it execs its
@@ -375,6 +407,7 @@ type commandLimits struct {
 func commandLimitsOf(st LimitsState) commandLimits {
 	c := commandLimits{PidsMax: st.PidsMax, MemoryMax: st.MemoryMax}
 	if st.Mechanism == LimitsCgroup {
+		c.Cgroup = true
 		return c
 	}
 	c.Poll = true

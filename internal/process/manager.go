@@ -166,8 +166,11 @@ type Manager struct {
 	supervisorPath func() string
 	// limits says how commands are bounded, found once (it waits for the
 	// cgroup probe); supervisorLimits is what supervisors are told of it.
+	// commandsCgroup is the cgroup tier's cgroup of all commands ("" when
+	// another mechanism bounds them), set by limits.
 	limits           func() LimitsState
 	supervisorLimits func() commandLimits
+	commandsCgroup   string
 	// ownSID, sweepNow and sweepWaiters serve the subreaper; sweepNow is
 	// nil without it. sweepMu guards sweepWaiters.
 	ownSID       int
@@ -195,6 +198,13 @@ type Manager struct {
 	live         int
 	perGroup     map[string]int
 	procs        map[string]*Process
+	// tenantLive counts each tenant's live and starting trees;
+	// tenantCgroups are the cgroup tier's tenant cgroups, removed when
+	// their count drops to 0; lastTenantCgroup is the one a fresh
+	// supervisor's first launcher waits in.
+	tenantLive       map[string]int
+	tenantCgroups    map[string]string
+	lastTenantCgroup string
 }
 
 // New returns a Manager. It creates SpoolDir; it probes cgroup v2
@@ -270,6 +280,8 @@ func New(opts Options) (*Manager, error) {
 		metrics:            opts.Metrics,
 		budget:             newSpoolBudget(opts.MaxSpoolBytes, opts.SpoolShareBytes),
 		perGroup:           make(map[string]int),
+		tenantLive:         make(map[string]int),
+		tenantCgroups:      make(map[string]string),
 		procs:              make(map[string]*Process),
 		sandbox:            SandboxStateOf(opts.Sandbox),
 		supervisorsChanged: make(chan struct{}),
@@ -438,6 +450,9 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	if err != nil {
 		return nil, err
 	}
+	if l.tenant == "" {
+		l.tenant = group
+	}
 	if m.sandbox.Mode == SandboxUnavailable {
 		return nil, fmt.Errorf("%w: %s", ErrSandboxUnavailable, m.sandbox.Status.Reason)
 	}
@@ -459,6 +474,7 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	}
 	m.live++
 	m.perGroup[group]++
+	m.tenantLive[l.tenant]++
 	m.starting.Add(1)
 	m.mu.Unlock()
 	defer m.starting.Done()
@@ -466,7 +482,7 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	p, err := m.start(ctx, group, l)
 	m.mu.Lock()
 	if err != nil {
-		m.unreserveLocked(group)
+		m.unreserveLocked(group, l.tenant)
 		m.mu.Unlock()
 		return nil, err
 	}
@@ -499,10 +515,14 @@ type closedGroup struct {
 // lock's wait, the start timeout).
 const closedGroupTTL = 10 * time.Minute
 
-func (m *Manager) unreserveLocked(group string) {
+func (m *Manager) unreserveLocked(group, tenant string) {
 	m.live--
 	if m.perGroup[group]--; m.perGroup[group] <= 0 {
 		delete(m.perGroup, group)
+	}
+	if m.tenantLive[tenant]--; m.tenantLive[tenant] <= 0 {
+		delete(m.tenantLive, tenant)
+		m.tenantGoneLocked(tenant)
 	}
 }
 
@@ -514,7 +534,7 @@ func (m *Manager) release(p *Process) {
 		return
 	}
 	delete(m.procs, p.id)
-	m.unreserveLocked(p.group)
+	m.unreserveLocked(p.group, p.tenant)
 	live := m.live
 	m.mu.Unlock()
 	m.metrics.RunningChanged(live)
@@ -593,16 +613,24 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	}
 	var sup *supervisorProc
 	var ev event
+	parent := m.commandCgroupParent(l.tenant)
 	for attempt := 0; sup == nil; attempt++ {
-		s, pooled, err := m.takeSupervisor()
+		s, pooled, err := m.takeSupervisor(parent)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSpawn, err)
 		}
-		if parent := m.cgroup(); parent != "" {
-			// The cgroup its warm launcher was started in (every
-			// supervisor is given one when cgroups are on), and the one
-			// for the launcher it starts after this command.
-			spec.Cgroup, spec.NextCgroup = s.nextCgroup, newCgroupDir(parent)
+		if parent != "" {
+			// The cgroup its warm launcher was started in when that lies
+			// where this command's belongs (under the kill-only tier every
+			// supervisor is given one there; under the limits' tier, one
+			// of the tenant it served last), else a new one, where the
+			// supervisor starts a launcher for it; and the one for the
+			// launcher it starts after this command, for the same tenant.
+			spec.Cgroup = s.nextCgroup
+			if spec.Cgroup == "" || filepath.Dir(spec.Cgroup) != parent {
+				spec.Cgroup = newCgroupDir(parent)
+			}
+			spec.NextCgroup = newCgroupDir(parent)
 			s.cgroup, s.nextCgroup = spec.Cgroup, spec.NextCgroup
 		}
 		ev, err = s.assign(ctx, m.opts.StartTimeout, spec, stdinChild, outChild)

@@ -108,7 +108,7 @@ func SupervisorMain(args []string) int {
 	first := os.Getenv(supervisorCgroupEnv)
 	_ = os.Unsetenv(supervisorCgroupEnv)
 	s.limits = limitsFromEnv() // left in the environment: launchers read it too
-	s.launcherOpts = launcherOpts{namespaces: os.Getenv(supervisorNamespacesEnv) == "1", cloneNProc: s.limits.CloneNProc}
+	s.launcherOpts = launcherOpts{namespaces: os.Getenv(supervisorNamespacesEnv) == "1", limits: s.limits}
 	_ = os.Unsetenv(supervisorNamespacesEnv)
 	s.launcher, _ = startLauncher(first, s.launcherOpts)
 	defer s.dropLauncher()
@@ -192,9 +192,10 @@ type supervisor struct {
 	// tree is killed at once.
 	limitKill bool
 	// oomKills is the kernel's count of OOM kills when the command
-	// started (oomKills); reported is the use last sent to the server.
-	oomKills int64
-	reported treeUsage
+	// started (oomKills); reported is the use last sent to the server,
+	// looked the use found at the last look.
+	oomKills         int64
+	reported, looked treeUsage
 }
 
 func (s *supervisor) send(ev event) {
@@ -273,7 +274,7 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	s.spec = supervisorSpec{}
 	s.mainPID, s.cgroupDir, s.sandboxRules, s.orphans = 0, "", "", nil
 	s.mainExited, s.exitReported, s.empty = false, false, false
-	s.killing, s.limitKill, s.reported = false, false, treeUsage{}
+	s.killing, s.limitKill, s.reported, s.looked = false, false, treeUsage{}, treeUsage{}
 
 	rd := bufio.NewReaderSize(s.ctl, 16<<10)
 	line, err := readLine(rd, maxSpecBytes)
@@ -307,9 +308,9 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 	// is reported, so that looking costs the start nothing.
 	var usage *time.Timer
 	usageC := make(<-chan time.Time) // never fires without a poll
-	if s.limits.Poll {
+	if s.polls() {
 		s.oomKills = oomKills()
-		usage = time.NewTimer(usagePoll)
+		usage = time.NewTimer(usageFastPoll) // a command often forks as it starts
 		defer usage.Stop()
 		usageC = usage.C
 	}
@@ -357,8 +358,8 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		select {
 		case <-usageC:
 			began := time.Now()
-			s.checkUsage()
-			usage.Reset(max(usagePoll, usageBackoff*time.Since(began)))
+			next := s.checkUsage()
+			usage.Reset(max(next, usageBackoff*time.Since(began)))
 		case <-escalate:
 			escalate = nil
 			// SIGINT did not end the tree (background jobs of a
@@ -647,29 +648,39 @@ func (s *supervisor) killTree(grace time.Duration) {
 // checkUsage looks at the tree of a command the supervisor bounds
 // (commandLimits.Poll): past its limits it is killed at once, and its
 // use is reported to the server when it changed by a 32nd of a limit
-// (the server bounds each tenant's commands together).
-func (s *supervisor) checkUsage() {
+// (the server bounds each tenant's commands together). It returns when
+// to look next: soon while the tree grows or holds more than half a
+// limit.
+func (s *supervisor) checkUsage() time.Duration {
 	if s.limitKill || s.empty {
-		return
+		return usagePoll
 	}
 	skip := 0
 	if s.launcher != nil {
 		skip = s.launcher.pid
 	}
-	u := measureTree(s.self, skip, s.limits.MemoryMax)
+	u := measureTree(s.self, skip, s.limits.PidsMax, s.limits.MemoryMax)
 	switch {
 	case s.limits.PidsMax > 0 && u.tasks > s.limits.PidsMax:
 		s.exceeded(ReasonPidsLimit)
-		return
+		return usagePoll
 	case s.limits.MemoryMax > 0 && u.memory > s.limits.MemoryMax:
 		s.exceeded(ReasonOutOfMemory)
-		return
+		return usagePoll
+	}
+	last := s.looked
+	s.looked = u
+	next := usagePoll
+	if u.tasks > last.tasks || u.memory > last.memory+max(1<<20, s.limits.MemoryMax/64) ||
+		2*u.tasks > s.limits.PidsMax || 2*u.memory > s.limits.MemoryMax {
+		next = usageFastPoll
 	}
 	if abs(u.tasks-s.reported.tasks) >= max(1, s.limits.PidsMax/32) ||
 		abs64(u.memory-s.reported.memory) >= max(1<<20, s.limits.MemoryMax/32) {
 		s.reported = u
 		s.send(event{Event: evUsage, Tasks: u.tasks, Memory: u.memory})
 	}
+	return next
 }
 
 // exceeded reports that the tree exceeded a limit (reason) and has it
@@ -691,10 +702,17 @@ func (s *supervisor) outOfMemory() bool {
 	if s.cgroupDir != "" {
 		return cgroupOOMKilled(s.cgroupDir)
 	}
-	if !s.limits.Poll || s.oomKills < 0 {
+	if !s.polls() || s.oomKills < 0 {
 		return false
 	}
 	return oomKills() > s.oomKills
+}
+
+// polls reports whether the supervisor bounds its command's tree itself:
+// no cgroup does (commandLimits.Poll), or the command could not get the
+// cgroup that would have (commandLimits.Cgroup).
+func (s *supervisor) polls() bool {
+	return s.limits.Poll || s.limits.Cgroup && s.cgroupDir == ""
 }
 
 func abs(n int) int { return max(n, -n) }

@@ -55,8 +55,17 @@ func (m *Manager) launchSupervisor() (*supervisorProc, error) {
 		cmd.Env = append(cmd.Env, supervisorNamespacesEnv+"=1")
 	}
 	cmd.Env = append(cmd.Env, m.supervisorLimits().env())
+	// Its first launcher waits in a cgroup of its own: under the server's
+	// cgroup, or under the limits' tier in the tenant's that ran a
+	// command last (none before the first command).
+	parent := m.cgroup()
+	if m.commandsCgroup != "" {
+		m.mu.Lock()
+		parent = m.lastTenantCgroup
+		m.mu.Unlock()
+	}
 	var first string
-	if parent := m.cgroup(); parent != "" {
+	if parent != "" {
 		first = newCgroupDir(parent)
 		cmd.Env = append(cmd.Env, supervisorCgroupEnv+"="+first)
 	}
@@ -177,8 +186,9 @@ func (s *supervisorProc) assign(ctx context.Context, bound time.Duration, spec s
 // takeSupervisor returns an idle supervisor, or a new one when the pool is
 // empty. Supervisors come back to the pool when their command's tree is
 // gone (putSupervisor), so the pool is refilled in the background only
-// once it runs dry.
-func (m *Manager) takeSupervisor() (*supervisorProc, bool, error) {
+// once it runs dry. One whose warm launcher waits under cgroupParent
+// (where the command's cgroup belongs) is preferred.
+func (m *Manager) takeSupervisor(cgroupParent string) (*supervisorProc, bool, error) {
 	m.mu.Lock()
 	var s *supervisorProc
 	if n := len(m.idle); n > 0 {
@@ -186,8 +196,15 @@ func (m *Manager) takeSupervisor() (*supervisorProc, bool, error) {
 		// its command's tree is gone and only then starts its next
 		// launcher, so the most recently returned one is the least likely
 		// to have it ready (commands back to back: ~20% faster).
-		s = m.idle[0]
-		m.idle = m.idle[1:]
+		i := 0
+		for j, c := range m.idle {
+			if c.nextCgroup != "" && filepath.Dir(c.nextCgroup) == cgroupParent {
+				i = j
+				break
+			}
+		}
+		s = m.idle[i]
+		m.idle = append(m.idle[:i:i], m.idle[i+1:]...)
 	}
 	empty := len(m.idle) == 0
 	m.mu.Unlock()
