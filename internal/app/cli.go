@@ -705,7 +705,9 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	} else {
 		warn("no delegated cgroup v2 (%s); commands are stopped through process groups and a subreaper", reason)
 	}
-	doctorSandbox(process.SandboxStateOf(commandSandbox(cfg, Options{})), cfg.ScopeEnabled(oauth.ScopeExecute), ok, warn, bad)
+	sandbox := process.SandboxStateOf(commandSandbox(cfg, Options{}))
+	doctorSandbox(sandbox, cfg.ScopeEnabled(oauth.ScopeExecute), ok, warn, bad)
+	doctorLimits(process.LimitsStateOf(commandLimits(cfg), sandbox, false), ok, warn)
 	if !cfg.MetricsIsLoopback() {
 		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)
 	}

@@ -37,6 +37,7 @@ type diagnosticBundle struct {
 	Config      map[string]any    `json:"config"`
 	Doctor      []string          `json:"doctor"`
 	Cgroup      map[string]any    `json:"cgroup"`
+	Limits      map[string]any    `json:"limits"`
 	Sandbox     map[string]any    `json:"commandSandbox"`
 	Counts      map[string]any    `json:"counts,omitempty"`
 	Audit       []map[string]any  `json:"recentAudit,omitempty"`
@@ -112,6 +113,10 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, e
 	sb := process.SandboxStateOf(commandSandbox(cfg, Options{}))
 	b.Sandbox = map[string]any{"mode": sb.Mode, "abi": sb.Status.ABI, "reason": sb.Status.Reason, "rules": sb.Rules,
 		"denyNetwork": sb.DenyNetwork, "networkEnforced": sb.NetworkEnforced, "unixSockets": sb.UnixSockets, "ipc": sb.IPC}
+	li := process.LimitsStateOf(commandLimits(cfg), sb, false)
+	b.Limits = map[string]any{"mechanism": li.Mechanism, "reason": li.Reason, "rlimitNproc": li.NProc, "budgetFrom": li.BudgetFrom,
+		"budgetTasks": li.BudgetPids, "budgetMemory": li.BudgetMemory, "commandsTasks": li.CommandsPids, "commandsMemory": li.CommandsMemory,
+		"grantTasks": li.TenantPids, "grantMemory": li.TenantMemory, "commandTasks": li.PidsMax, "commandMemory": li.MemoryMax}
 
 	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {

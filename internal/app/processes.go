@@ -91,6 +91,55 @@ func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
 			"unix_sockets": st.UnixSockets, "ipc": st.IPC})
 }
 
+// commandLimits are the configured per-command limits (0: auto).
+func commandLimits(cfg *config.Config) process.Limits {
+	return process.Limits{PidsMax: cfg.CommandPidsMax, MemoryMax: cfg.CommandMemoryMax}
+}
+
+// limitsMetric exports devspace_command_limits_info and
+// devspace_command_limit{resource,scope}.
+func limitsMetric(m *metrics.Metrics, st process.LimitsState) {
+	m.Info("command_limits_info", "How each command's processes and memory are bounded; always 1. mechanism is cgroup (the kernel) or supervisor "+
+		"(each command's supervisor looks at its tree and stops it past a limit); rlimit_nproc per_command, all_commands or none; "+
+		"budget is where the totals come from: cgroup (the container's limits) or machine.",
+		map[string]string{"mechanism": st.Mechanism, "rlimit_nproc": st.NProc, "budget": st.BudgetFrom})
+	for _, g := range []struct {
+		resource, scope string
+		v               float64
+	}{
+		{"tasks", "command", float64(st.PidsMax)}, {"tasks", "grant", float64(st.TenantPids)}, {"tasks", "commands", float64(st.CommandsPids)},
+		{"memory_bytes", "command", float64(st.MemoryMax)}, {"memory_bytes", "grant", float64(st.TenantMemory)},
+		{"memory_bytes", "commands", float64(st.CommandsMemory)},
+	} {
+		m.Constant("command_limit", "What commands may use: resource tasks (processes and threads) or memory_bytes; scope command (one), "+
+			"grant (one grant's commands together) or commands (all together, what the server's reserve leaves).",
+			map[string]string{"resource": g.resource, "scope": g.scope}, g.v)
+	}
+}
+
+// doctorLimits reports how commands' processes and memory are bounded:
+// st is the state a server with this configuration would have.
+func doctorLimits(st process.LimitsState, ok, warn func(string, ...any)) {
+	mib := func(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+	totals := fmt.Sprintf("each grant's commands together %d and %s; all commands %d and %s, of %d and %s (%s) less the server's reserve",
+		st.TenantPids, mib(st.TenantMemory), st.CommandsPids, mib(st.CommandsMemory), st.BudgetPids, mib(st.BudgetMemory), st.BudgetFrom)
+	if st.Mechanism == process.LimitsCgroup {
+		ok("each command is bounded by its own cgroup: %d processes and threads (forks past it fail), %s of memory (past it the whole command ends, killReason out_of_memory); %s; an equal share of the CPU per grant (mechanism=cgroup)",
+			st.PidsMax, mib(st.MemoryMax), totals)
+		return
+	}
+	line := fmt.Sprintf("each command is bounded by its supervisor (%s), which looks at its tree every 50 ms and stops the whole command past %d processes and threads (killReason pids_limit) or %s of memory (out_of_memory); %s; commands are the kernel's first choice when memory runs out (oom_score_adj 1000); no CPU share per grant (mechanism=supervisor)",
+		st.Reason, st.PidsMax, mib(st.MemoryMax), totals)
+	switch st.NProc {
+	case process.NProcPerCommand:
+		ok("%s; RLIMIT_NPROC refuses a command's forks past its limit, and all commands' past theirs (rlimit_nproc=per_command)", line)
+	case process.NProcAllCommands:
+		ok("%s; RLIMIT_NPROC refuses commands' forks once the server's user has %d tasks, which keeps the reserve (rlimit_nproc=all_commands; it counts every process of this user on the host: give each DevSpace its own user)", line, st.CommandsPids)
+	default:
+		warn("%s; the server runs as root, whom RLIMIT_NPROC does not bind: a fork loop grows until its supervisor looks (rlimit_nproc=none); run it as another user, or give it a delegated cgroup", line)
+	}
+}
+
 func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
 	dir := outputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -110,7 +159,7 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 	// re-parent to it (not PID 1) and are killed. The supervisor pool is
 	// warmed once the server answers (App.StartBackground): WarmLater.
 	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
-		SpoolShareBytes: cfg.OutputGrantShare, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts,
+		SpoolShareBytes: cfg.OutputGrantShare, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts, Limits: commandLimits(cfg),
 		Subreaper: true, WarmLater: true,
 		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
 }
@@ -201,6 +250,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 			}
 			return roots
 		}, Commands: procs, Log: a.log, Metrics: diskMetrics{a.metrics}, RestoreReserve: a.store.RestoreReserve})
+	limitsMetric(a.metrics, procs.Limits())
 	go a.outputs.Run(a.bg)
 	go a.disk.Run(a.bg)
 	return nil

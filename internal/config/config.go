@@ -62,6 +62,14 @@ const (
 	// is the spool's total, which the process manager owns; it takes a
 	// larger share as the whole spool.)
 	MinOutputGrantShare int64 = 1 << 20
+	// Bounds of DEVSPACE_COMMAND_PIDS_MAX and DEVSPACE_COMMAND_MEMORY_MAX
+	// (docs/design.md §9 "Commands"); their default, "auto", is a grant's
+	// share of what commands may use, which the process layer derives
+	// from the container's or the machine's limits.
+	MinCommandPidsMax         = 16
+	MaxCommandPidsMax         = 4 << 20
+	MinCommandMemoryMax int64 = 64 << 20
+	MaxCommandMemoryMax int64 = 1 << 40
 
 	// MCPPath is the path of the MCP endpoint under the public origin.
 	MCPPath = "/mcp"
@@ -191,6 +199,15 @@ type Config struct {
 	// execute, absolute and cleaned (DEVSPACE_COMMAND_READ_PATHS).
 	// Default: none.
 	CommandReadPaths []string
+	// CommandPidsMax bounds the tasks (processes and threads) of one
+	// command (DEVSPACE_COMMAND_PIDS_MAX). Default: 0, auto (a grant's
+	// share: half of what commands may use here); else
+	// MinCommandPidsMax to MaxCommandPidsMax.
+	CommandPidsMax int
+	// CommandMemoryMax bounds the memory of one command in bytes
+	// (DEVSPACE_COMMAND_MEMORY_MAX). Default: 0, auto (a grant's share);
+	// else MinCommandMemoryMax to MaxCommandMemoryMax.
+	CommandMemoryMax int64
 	// InstructionFallbacks are extra instruction file names such as
 	// CLAUDE.md (DEVSPACE_INSTRUCTION_FALLBACKS). Default: none.
 	InstructionFallbacks []string

@@ -181,6 +181,8 @@ func TestLoadEnv(t *testing.T) {
 		"DEVSPACE_WIDGETS", "changes",
 		"DEVSPACE_MAX_REQUEST_BODY", "64MiB",
 		"DEVSPACE_OUTPUT_GRANT_SHARE", "64MiB",
+		"DEVSPACE_COMMAND_PIDS_MAX", "500",
+		"DEVSPACE_COMMAND_MEMORY_MAX", "2GiB",
 	)
 	got, err := Load(nil, env(e))
 	if err != nil {
@@ -210,6 +212,8 @@ func TestLoadEnv(t *testing.T) {
 		Widgets:                   "changes",
 		MaxRequestBody:            64 << 20,
 		OutputGrantShare:          64 << 20,
+		CommandPidsMax:            500,
+		CommandMemoryMax:          2 << 30,
 		Edge:                      defaultEdge(),
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
@@ -553,6 +557,21 @@ func TestLoadInvalidValues(t *testing.T) {
 			name: "output grant share too small",
 			env:  with(baseEnv, "DEVSPACE_OUTPUT_GRANT_SHARE", "1023KiB"),
 			want: `DEVSPACE_OUTPUT_GRANT_SHARE: 1047552 bytes is too small; use at least 1MiB (1048576), a few commands' first and last 64KiB`,
+		},
+		{
+			name: "command pids not a number",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_PIDS_MAX", "many"),
+			want: `DEVSPACE_COMMAND_PIDS_MAX: "many" is not a whole number`,
+		},
+		{
+			name: "command pids too few",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_PIDS_MAX", "15"),
+			want: `DEVSPACE_COMMAND_PIDS_MAX: 15 is out of range; use auto or 16 to 4194304`,
+		},
+		{
+			name: "command memory too little",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_MEMORY_MAX", "63MiB"),
+			want: `DEVSPACE_COMMAND_MEMORY_MAX: 66060288 bytes is out of range; use auto or 64MiB (67108864) to 1024GiB (1099511627776)`,
 		},
 		{
 			name: "instruction fallback with slash",

@@ -40,6 +40,8 @@ const (
 	envCommandNetwork       = "DEVSPACE_COMMAND_NETWORK"
 	envCommandReadPaths     = "DEVSPACE_COMMAND_READ_PATHS"
 	envOutputGrantShare     = "DEVSPACE_OUTPUT_GRANT_SHARE"
+	envCommandPidsMax       = "DEVSPACE_COMMAND_PIDS_MAX"
+	envCommandMemoryMax     = "DEVSPACE_COMMAND_MEMORY_MAX"
 )
 
 // setting ties one Config field to its flag and environment variable.
@@ -289,6 +291,35 @@ func settings() []setting {
 			def:   "268435456, i.e. 256MiB, a quarter of the 1GiB output spool",
 			usage: "Most retained command output one grant may hold, in bytes or with a KiB/MiB/GiB suffix; at least 1MiB, and 1GiB (the whole spool) or more means no share. Past it the grant's own new output is truncated (each command still keeps its first and last 64KiB) and its own oldest output is retired, never another grant's.",
 			parse: sizeField(func(c *Config) *int64 { return &c.OutputGrantShare }),
+		},
+		{
+			flag: "command-pids-max", env: envCommandPidsMax, arg: "N",
+			def:   "auto",
+			usage: "Processes and threads one command may have. auto: a grant's share, half of what commands may use here (the container's pids limit, or the machine's, less a quarter kept for the server). Where a cgroup bounds commands a fork past it fails; elsewhere the command is stopped (killReason pids_limit). 16 to 4194304.",
+			parse: func(c *Config, v string) error {
+				if strings.EqualFold(v, "auto") {
+					c.CommandPidsMax = 0
+					return nil
+				}
+				return parseInt(&c.CommandPidsMax, v)
+			},
+		},
+		{
+			flag: "command-memory-max", env: envCommandMemoryMax, arg: "BYTES",
+			def:   "auto",
+			usage: "Memory one command may use, in bytes or with a KiB/MiB/GiB suffix. auto: a grant's share, half of what commands may use here (the container's memory limit, or the machine's, less a quarter kept for the server). A command past it is stopped whole (killReason out_of_memory). 64MiB to 1024GiB.",
+			parse: func(c *Config, v string) error {
+				if strings.EqualFold(v, "auto") {
+					c.CommandMemoryMax = 0
+					return nil
+				}
+				n, err := parseSize(v)
+				if err != nil {
+					return err
+				}
+				c.CommandMemoryMax = n
+				return nil
+			},
 		},
 		{
 			flag: "widgets", env: envWidgets, arg: "MODE",

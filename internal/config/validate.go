@@ -59,6 +59,13 @@ func (c *Config) validate() []error {
 	if s := c.OutputGrantShare; s != 0 && s < MinOutputGrantShare {
 		add(errorf(envOutputGrantShare, "%d bytes is too small; use at least 1MiB (%d), a few commands' first and last 64KiB", s, MinOutputGrantShare))
 	}
+	if c.CommandPidsMax != 0 && (c.CommandPidsMax < MinCommandPidsMax || c.CommandPidsMax > MaxCommandPidsMax) {
+		add(errorf(envCommandPidsMax, "%d is out of range; use auto or %d to %d", c.CommandPidsMax, MinCommandPidsMax, MaxCommandPidsMax))
+	}
+	if c.CommandMemoryMax != 0 && (c.CommandMemoryMax < MinCommandMemoryMax || c.CommandMemoryMax > MaxCommandMemoryMax) {
+		add(errorf(envCommandMemoryMax, "%d bytes is out of range; use auto or 64MiB (%d) to 1024GiB (%d)",
+			c.CommandMemoryMax, MinCommandMemoryMax, MaxCommandMemoryMax))
+	}
 	add(c.validateEdge()...)
 	add(c.validateDisk(roots)...)
 	return errs

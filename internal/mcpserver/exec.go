@@ -139,8 +139,10 @@ type processOut struct {
 	// busy until they are gone).
 	TreeAlive bool `json:"treeAlive,omitempty" jsonschema:"processes the command started are still running (the Project stays busy until they end)"`
 	// KillReason says why the tree was killed: interrupt (SIGINT left
-	// processes running, so they were killed), timeout, close, revoke…
-	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, close, revoke, shutdown…"`
+	// processes running, so they were killed), timeout, close, revoke,
+	// out_of_memory and pids_limit (issue 31: past the command's limits,
+	// the whole command)…
+	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, out_of_memory (it used more memory than a command may), pids_limit (it had more processes and threads than a command may), close, revoke, shutdown…"`
 	// InterruptKilled counts processes an interrupt had to kill because
 	// SIGINT left them running.
 	InterruptKilled int `json:"interruptKilled,omitempty" jsonschema:"processes an interrupt had to kill because Ctrl-C left them running"`
@@ -157,6 +159,12 @@ func (o processOut) summary() string {
 		return "The command exited (" + o.Signal + ")."
 	case "timed_out":
 		return "The command hit its timeout and was stopped."
+	}
+	switch o.KillReason {
+	case process.ReasonOutOfMemory:
+		return "The command used more memory than a command may and was stopped, all of its processes."
+	case process.ReasonPidsLimit:
+		return "The command started more processes and threads than a command may and was stopped, all of its processes."
 	}
 	return "The command was stopped (" + o.Status + ")."
 }

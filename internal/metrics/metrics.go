@@ -141,6 +141,15 @@ func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 	}, fn))
 }
 
+// Constant registers a gauge of a value fixed at start, with labels from a
+// small fixed set (e.g. command_limit{resource,scope}); the same name may
+// be registered once per set of label values.
+func (m *Metrics) Constant(name, help string, labels map[string]string, v float64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: name, Help: help, ConstLabels: labels,
+	}, func() float64 { return v }))
+}
+
 // Info registers a constant gauge of value 1 whose labels carry
 // information (like build_info), e.g. command_sandbox_info{mode,abi,…}.
 // Label values must come from a small fixed set.
