@@ -297,11 +297,7 @@ func settings() []setting {
 			def:   "auto",
 			usage: "Processes and threads one command may have. auto: a grant's share, half of what commands may use here (the container's pids limit, or the machine's, less a quarter kept for the server). Where a cgroup bounds commands a fork past it fails; elsewhere the command is stopped (killReason pids_limit). 16 to 4194304.",
 			parse: func(c *Config, v string) error {
-				if strings.EqualFold(v, "auto") {
-					c.CommandPidsMax = 0
-					return nil
-				}
-				return parseInt(&c.CommandPidsMax, v)
+				return parseAuto(&c.CommandPidsMax, v, func(v string) (n int, err error) { return n, parseInt(&n, v) })
 			},
 		},
 		{
@@ -309,16 +305,7 @@ func settings() []setting {
 			def:   "auto",
 			usage: "Memory one command may use, in bytes or with a KiB/MiB/GiB suffix. auto: a grant's share, half of what commands may use here (the container's memory limit, or the machine's, less a quarter kept for the server). A command past it is stopped whole (killReason out_of_memory). 64MiB to 1024GiB.",
 			parse: func(c *Config, v string) error {
-				if strings.EqualFold(v, "auto") {
-					c.CommandMemoryMax = 0
-					return nil
-				}
-				n, err := parseSize(v)
-				if err != nil {
-					return err
-				}
-				c.CommandMemoryMax = n
-				return nil
+				return parseAuto(&c.CommandMemoryMax, v, parseSize)
 			},
 		},
 		{
@@ -461,5 +448,20 @@ func parseFile(dst *string, v string) error {
 		return fmt.Errorf("cannot make %q absolute: %v", v, err)
 	}
 	*dst = p
+	return nil
+}
+
+// parseAuto sets *dst to 0 for "auto" (any case), else to what parse
+// makes of v.
+func parseAuto[T int | int64](dst *T, v string, parse func(string) (T, error)) error {
+	if strings.EqualFold(v, "auto") {
+		*dst = 0
+		return nil
+	}
+	n, err := parse(v)
+	if err != nil {
+		return err
+	}
+	*dst = n
 	return nil
 }

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -63,28 +62,10 @@ func cgroupParent() (dir, reason string, err error) {
 // none): /sys/fs/cgroup on unified hosts, /sys/fs/cgroup/unified on hybrid
 // ones.
 func cgroup2Mount() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
 	var found string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		sep := strings.Index(line, " - ")
-		if sep < 0 {
-			continue
-		}
-		post := strings.Fields(line[sep+3:])
-		pre := strings.Fields(line[:sep])
-		if len(post) < 1 || post[0] != "cgroup2" || len(pre) < 5 {
-			continue
-		}
-		mp := unescapeMount(pre[4])
-		if found == "" || mp == "/sys/fs/cgroup" {
-			found = mp
+	for _, mt := range cgroupMounts() {
+		if mt.v2 && (found == "" || mt.point == "/sys/fs/cgroup") {
+			found = mt.point
 		}
 	}
 	return found

@@ -358,8 +358,8 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		select {
 		case <-usageC:
 			began := time.Now()
-			next := s.checkUsage()
-			usage.Reset(max(next, usageBackoff*time.Since(began)))
+			next, backoff := s.checkUsage()
+			usage.Reset(max(next, time.Duration(backoff)*time.Since(began)))
 		case <-escalate:
 			escalate = nil
 			// SIGINT did not end the tree (background jobs of a
@@ -649,11 +649,13 @@ func (s *supervisor) killTree(grace time.Duration) {
 // (commandLimits.Poll): past its limits it is killed at once, and its
 // use is reported to the server when it changed by a 32nd of a limit
 // (the server bounds each tenant's commands together). It returns when
-// to look next: soon while the tree grows or holds more than half a
-// limit.
-func (s *supervisor) checkUsage() time.Duration {
+// to look next, at the soonest, and how many times the look's own
+// duration must pass first: soon while the tree grows or holds more than
+// half a limit; with less of a pause while it grows past half a limit
+// (usageUrgentBackoff).
+func (s *supervisor) checkUsage() (time.Duration, int) {
 	if s.limitKill || s.empty {
-		return usagePoll
+		return usagePoll, usageBackoff
 	}
 	skip := 0
 	if s.launcher != nil {
@@ -663,24 +665,28 @@ func (s *supervisor) checkUsage() time.Duration {
 	switch {
 	case s.limits.PidsMax > 0 && u.tasks > s.limits.PidsMax:
 		s.exceeded(ReasonPidsLimit)
-		return usagePoll
+		return usagePoll, usageBackoff
 	case s.limits.MemoryMax > 0 && u.memory > s.limits.MemoryMax:
 		s.exceeded(ReasonOutOfMemory)
-		return usagePoll
+		return usagePoll, usageBackoff
 	}
 	last := s.looked
 	s.looked = u
-	next := usagePoll
-	if u.tasks > last.tasks || u.memory > last.memory+max(1<<20, s.limits.MemoryMax/64) ||
-		2*u.tasks > s.limits.PidsMax || 2*u.memory > s.limits.MemoryMax {
+	grew := u.tasks > last.tasks || u.memory > last.memory+max(1<<20, s.limits.MemoryMax/64)
+	high := 2*u.tasks > s.limits.PidsMax || 2*u.memory > s.limits.MemoryMax
+	next, backoff := usagePoll, usageBackoff
+	if grew || high {
 		next = usageFastPoll
+	}
+	if grew && high {
+		backoff = usageUrgentBackoff
 	}
 	if abs(u.tasks-s.reported.tasks) >= max(1, s.limits.PidsMax/32) ||
 		abs64(u.memory-s.reported.memory) >= max(1<<20, s.limits.MemoryMax/32) {
 		s.reported = u
 		s.send(event{Event: evUsage, Tasks: u.tasks, Memory: u.memory})
 	}
-	return next
+	return next, backoff
 }
 
 // exceeded reports that the tree exceeded a limit (reason) and has it

@@ -17,11 +17,15 @@ import (
 // usagePoll (a look at a small tree costs about 0.3 ms: 0.6% of a CPU
 // per idle command). A larger tree is looked at less often
 // (usageBackoff), so that watching costs at most about an eighth of a
-// CPU however large the tree.
+// CPU however large the tree; a tree growing past half a limit at most a
+// third (usageUrgentBackoff), until it is stopped or stops growing: a
+// look at hundreds of processes takes tens of milliseconds, and eight
+// times that is long enough for a fork loop to double.
 const (
-	usagePoll     = 50 * time.Millisecond
-	usageFastPoll = 5 * time.Millisecond
-	usageBackoff  = 8
+	usagePoll          = 50 * time.Millisecond
+	usageFastPoll      = 5 * time.Millisecond
+	usageBackoff       = 8
+	usageUrgentBackoff = 2
 )
 
 // treeUsage is what a command's tree uses.
