@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,37 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-// forkLoop tries to have N processes (sleeping children) at once, as a
-// fork loop does: a refused fork is retried. It stops by itself: the
-// children sleep 60 s.
-const forkLoop = `import os, sys, time
-want = int(sys.argv[1])
-made = 0
-while made < want:
-    try:
-        pid = os.fork()
-    except OSError:
-        time.sleep(0.001)
-        continue
-    if pid == 0:
-        try:
-            os.execv("/bin/sleep", ["sleep", "61"])
-        finally:
-            os._exit(127)
-    made += 1
-print("made", made, flush=True)
-time.sleep(60)
-`
-
-// memoryHog allocates and touches BYTES in 16 MiB steps.
-const memoryHog = `import sys, time
-want, step, held = int(sys.argv[1]), 16 << 20, []
-while len(held) * step < want:
-    held.append(b"x" * step)
-print("allocated", flush=True)
-time.sleep(60)
-`
 
 // TestComposeLimits: issue 31, item 6, in the container as compose.yaml
 // runs it (pids_limit 1024, mem_limit here 2g, the cgroup filesystem
@@ -54,8 +24,15 @@ time.sleep(60)
 // supervisors.
 func TestComposeLimits(t *testing.T) {
 	dirs := hostDirs(t, "alpha", "beta", "secrets")
-	writeFile(t, filepath.Join(dirs["alpha"], "forkloop.py"), forkLoop, 0o644)
-	writeFile(t, filepath.Join(dirs["alpha"], "hog.py"), memoryHog, 0o644)
+	// The process package's attack scripts: a fork loop (children
+	// "sleep 60") and a memory hog; both stop by themselves.
+	for _, name := range []string{"forkbomb.py", "hog.py"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "internal", "process", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dirs["alpha"], name), string(b), 0o644)
+	}
 	writeFile(t, filepath.Join(dirs["beta"], "README.md"), "# beta\n", 0o644)
 	pw := filepath.Join(dirs["secrets"], "owner")
 	writeFile(t, pw, ownerPassword+"\n", 0o400)
@@ -126,7 +103,7 @@ func TestComposeLimits(t *testing.T) {
 	began := time.Now()
 	go func() {
 		defer wg.Done()
-		bomb = a.shell("bomb", "exec python3 forkloop.py 3000", nil)
+		bomb = a.shell("bomb", "exec python3 forkbomb.py 3000", nil)
 	}()
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
@@ -160,7 +137,7 @@ func TestComposeLimits(t *testing.T) {
 	if strings.Contains(fmt.Sprint(bomb["output"]), "made") {
 		t.Errorf("the fork loop made all it wanted: %v", bomb)
 	}
-	waitNoProcess(t, s, "sleep 61")
+	waitNoProcess(t, s, "sleep 60")
 
 	// The memory hog (a sleeping sibling in the same command) beside B's
 	// running command.
