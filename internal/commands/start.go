@@ -167,11 +167,10 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	}
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
-		Tenant: req.Owner.GrantID, // a grant's commands share its bounds (processes, memory, CPU)
+		Tenant: req.Owner.GrantID, // a grant's commands share its bounds (processes, memory, CPU, output spool): one grant never crowds out another
 		Env:    process.MergeEnv(s.baseEnv, cmd.Environment),
 		TTY:    cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
-		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes,
-		Share: req.Owner.GrantID} // the grant's share of the spool: one grant's output never crowds out another's
+		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
 	if spec.Timeout == 0 {
 		spec.Timeout = DefaultTimeout
 	}

@@ -20,7 +20,7 @@ const (
 	// TruncatedCommandCap: the command reached its own cap
 	// (Spec.MaxOutputBytes).
 	TruncatedCommandCap = "command_cap"
-	// TruncatedGrantShare: the command's owner (Spec.Share, the grant)
+	// TruncatedGrantShare: the command's owner (Spec.Tenant, the grant)
 	// holds its share of the spool (Options.SpoolShareBytes).
 	TruncatedGrantShare = "grant_share"
 	// TruncatedSpoolFull: the spool holds its total

@@ -61,7 +61,7 @@
 // exactly the order of the writes; under a pty they are one stream anyway,
 // including the echo of the input. Output goes to a spool file under
 // Options.SpoolDir (created 0600 at the first byte), capped per process
-// (Spec.MaxOutputBytes, 64 MiB by default), per owner (Spec.Share, the
+// (Spec.MaxOutputBytes, 64 MiB by default), per owner (Spec.Tenant, the
 // grant; Options.SpoolShareBytes, a quarter of the total by default) and
 // per Manager (Options.MaxSpoolBytes, 1 GiB). Beyond a cap bytes are
 // counted and dropped, State.Truncated is set, and the last 64 KiB stay

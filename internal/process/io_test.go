@@ -406,7 +406,7 @@ func TestSpoolBudget(t *testing.T) {
 	run := func(owner string, n int, cap int64) *Process {
 		t.Helper()
 		spec := sh(fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x; printf END", n-3))
-		spec.Share, spec.MaxOutputBytes = owner, cap
+		spec.Tenant, spec.MaxOutputBytes = owner, cap
 		p := startT(t, m, spec)
 		waitDone(t, p, 10*time.Second)
 		return p

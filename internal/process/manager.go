@@ -107,7 +107,7 @@ type Options struct {
 	// MaxSpoolBytes bounds the output all spools of this Manager retain
 	// until Remove; default DefaultMaxSpoolBytes.
 	MaxSpoolBytes int64
-	// SpoolShareBytes bounds what the spools of one owner (Spec.Share: the
+	// SpoolShareBytes bounds what the spools of one owner (Spec.Tenant: the
 	// server passes the grant) retain, so that one owner's output never
 	// crowds out another's; default a quarter of MaxSpoolBytes
 	// (DEVSPACE_OUTPUT_GRANT_SHARE). A share past MaxSpoolBytes is
@@ -415,7 +415,7 @@ func (m *Manager) RetainedBytes() int64 { return m.budget.usedBytes() }
 func (m *Manager) MaxRetainedBytes() int64 { return m.opts.MaxSpoolBytes }
 
 // OwnerRetainedBytes returns how many output bytes the spool files of
-// each owner (Spec.Share) hold, running commands' included; owners
+// each owner (Spec.Tenant) hold, running commands' included; owners
 // without output are absent. The map is the caller's.
 func (m *Manager) OwnerRetainedBytes() map[string]int64 { return m.budget.ownerBytes() }
 
@@ -544,7 +544,7 @@ func (m *Manager) release(p *Process) {
 // for its report.
 func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process, err error) {
 	id := newID()
-	out := newSpool(id, l.share, m.spoolPath(id), l.maxOutput, m.budget)
+	out := newSpool(id, l.tenant, m.spoolPath(id), l.maxOutput, m.budget)
 	var parentEnds, childEnds []*os.File
 	defer func() {
 		// Only the supervisor (and then the command) may hold the child

@@ -25,7 +25,7 @@ const tailRingSize = 64 << 10
 // descriptor.
 type spool struct {
 	id     string
-	owner  string // whose share the file counts in (Spec.Share)
+	owner  string // whose share the file counts in (Spec.Tenant)
 	path   string
 	limit  int64
 	budget *spoolBudget

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -132,25 +131,14 @@ func treeBelow(root int) (pids []int, ok bool) {
 	queue := []int{root}
 	seen := map[int]bool{root: true}
 	for len(queue) > 0 {
-		dir := "/proc/" + strconv.Itoa(queue[0]) + "/task/"
+		for _, c := range childrenOf(queue[0], 0) {
+			if !seen[c] {
+				seen[c] = true
+				pids = append(pids, c)
+				queue = append(queue, c)
+			}
+		}
 		queue = queue[1:]
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		for _, t := range tasks {
-			b, err := os.ReadFile(dir + t.Name() + "/children")
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil && !seen[c] {
-					seen[c] = true
-					pids = append(pids, c)
-					queue = append(queue, c)
-				}
-			}
-		}
 	}
 	return pids, true
 }

@@ -41,10 +41,11 @@ type Spec struct {
 	// scratch directory. Empty means Dir.
 	Root string
 
-	// Tenant is whose command this is (the grant): a tenant's commands
-	// together get at most its share of the pids and memory commands may
-	// use (LimitsState), and, under a cgroup, an equal share of the CPU
-	// with every other tenant's. Empty means the group's own.
+	// Tenant is whose command this is (the server passes the grant): a
+	// tenant's commands together get at most its share of the pids and
+	// memory commands may use (LimitsState) and of the output spool
+	// (Options.SpoolShareBytes), and, under a cgroup, an equal share of
+	// the CPU with every other tenant's. Empty means the group's own.
 	Tenant string
 
 	// ReadOnly makes Root read-only for a confined command.
@@ -86,11 +87,6 @@ type Spec struct {
 	// KillOnOutputLimit kills the tree (reason "output_limit") as soon as
 	// output is dropped, instead of letting the command run on.
 	KillOnOutputLimit bool
-
-	// Share names the owner whose share of the spool
-	// (Options.SpoolShareBytes) this command's output counts in; the
-	// server passes the grant's ID. Commands that name none share "".
-	Share string
 }
 
 // launch is a validated, resolved Spec.
@@ -109,7 +105,6 @@ type launch struct {
 	root      string
 	readOnly  bool
 	readPaths []string
-	share     string
 	tenant    string
 }
 
@@ -123,7 +118,7 @@ func resolve(spec Spec) (launch, error) {
 	l := launch{
 		dir: spec.Dir, env: spec.Env, tty: spec.TTY, stdin: spec.Stdin, closeIn: spec.CloseStdin,
 		timeout: spec.Timeout, maxOutput: spec.MaxOutputBytes, killOnCap: spec.KillOnOutputLimit,
-		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths, share: spec.Share, tenant: spec.Tenant,
+		root: spec.Root, readOnly: spec.ReadOnly, readPaths: spec.ReadPaths, tenant: spec.Tenant,
 	}
 	switch {
 	case spec.Shell && (spec.Program != "" || len(spec.Args) > 0):

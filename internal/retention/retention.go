@@ -56,7 +56,7 @@ const (
 
 // Spool is the process manager's side: the files and their budget, in
 // all and per owner (the grant whose ID the commands service passed as
-// process.Spec.Share).
+// process.Spec.Tenant).
 type Spool interface {
 	SpoolFiles() ([]process.SpoolFile, error)
 	AdoptOutput(id, owner string, size int64)
