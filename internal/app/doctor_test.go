@@ -32,7 +32,7 @@ func TestDoctorReportsWorktrees(t *testing.T) {
 	// until doctor reports that prune.
 	waitPrune := func(want string) (code int, out string) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			code, out, _ = run(t, envOf(env), "doctor")
 			if strings.Contains(out, want) {
 				return code, out
