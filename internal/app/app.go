@@ -328,6 +328,20 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 		{Name: "command_unix_gate", Info: true, Check: func(context.Context) bool {
 			return a.procs != nil && a.procs.Sandbox().UnixSockets == process.UnixSocketsGate
 		}},
+		// Every watched filesystem (state, scratch, Projects) has the disk
+		// reserve free; below it the guard stops writers, and below a
+		// quarter of it exec_command and apply_patch there answer disk_low.
+		{Name: "disk_space", Info: true, Check: func(context.Context) bool {
+			if a.disk == nil {
+				return true
+			}
+			for _, fs := range a.disk.Status() {
+				if fs.Low {
+					return false
+				}
+			}
+			return true
+		}},
 		{Name: "projects", Check: func(context.Context) bool {
 			for _, ok := range a.catalog.CheckAccessible() {
 				if !ok {

@@ -267,7 +267,7 @@ func TestListenersAndLimits(t *testing.T) {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if json.Unmarshal(raw, &ready) != nil || !ready.Ready || !ready.Checks["database"] || strings.Contains(string(raw), dir) ||
+	if json.Unmarshal(raw, &ready) != nil || !ready.Ready || !ready.Checks["database"] || !ready.Checks["disk_space"] || strings.Contains(string(raw), dir) ||
 		ready.Checks["command_unix_gate"] != (sandbox.Probe().Available() && sandbox.GateAvailable()) {
 		t.Fatalf("readyz: %s", raw)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -708,6 +709,7 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	sandbox := process.SandboxStateOf(commandSandbox(cfg, Options{}))
 	doctorSandbox(sandbox, cfg.ScopeEnabled(oauth.ScopeExecute), ok, warn, bad)
 	doctorLimits(process.LimitsStateOf(commandLimits(cfg), sandbox, false), ok, warn)
+	doctorDisk(diskguard.New(diskWatch(cfg)).Status(), cfg, ok, warn)
 	if !cfg.MetricsIsLoopback() {
 		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -38,6 +39,7 @@ type diagnosticBundle struct {
 	Doctor      []string          `json:"doctor"`
 	Cgroup      map[string]any    `json:"cgroup"`
 	Limits      map[string]any    `json:"limits"`
+	Disk        map[string]any    `json:"disk"`
 	Sandbox     map[string]any    `json:"commandSandbox"`
 	Counts      map[string]any    `json:"counts,omitempty"`
 	Audit       []map[string]any  `json:"recentAudit,omitempty"`
@@ -117,6 +119,13 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, e
 	b.Limits = map[string]any{"mechanism": li.Mechanism, "reason": li.Reason, "rlimitNproc": li.NProc, "budgetFrom": li.BudgetFrom,
 		"budgetTasks": li.BudgetPids, "budgetMemory": li.BudgetMemory, "commandsTasks": li.CommandsPids, "commandsMemory": li.CommandsMemory,
 		"grantTasks": li.TenantPids, "grantMemory": li.TenantMemory, "commandTasks": li.PidsMax, "commandMemory": li.MemoryMax}
+
+	var fss []map[string]any
+	for _, fs := range diskguard.New(diskWatch(cfg)).Status() {
+		// No Project path: roles and sizes say what a report needs.
+		fss = append(fss, map[string]any{"role": fs.Role, "free": fs.Free, "total": fs.Total, "low": fs.Low, "refusing": fs.Refusing})
+	}
+	b.Disk = map[string]any{"reserve": cfg.DiskReserve, "scratchMax": cfg.ScratchMax, "filesystems": fss}
 
 	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ func TestOwnerCLIOnFullDisk(t *testing.T) {
 	base := testutil.SmallFS(t, 96<<20)
 	env := apptest.Start(t, apptest.Options{Dir: base, Env: map[string]string{"DEVSPACE_DISK_RESERVE": "16MiB"}})
 	vars := envOf(env)
+	vars["DEVSPACE_DISK_RESERVE"] = "16MiB"
 	c := env.Register("Full Disk Client", "http://127.0.0.1:9/cb", "client_secret_basic")
 	first, second := env.GrantFor(c, apptest.Approval{}), env.GrantFor(c, apptest.Approval{})
 	p, err := env.App.OAuth().Verify(t.Context(), first.AccessToken)
@@ -38,6 +40,14 @@ func TestOwnerCLIOnFullDisk(t *testing.T) {
 
 	outside := filepath.Join(base, "filled-from-outside")
 	testutil.FillFS(t, outside)
+	// /readyz says why (its database probe is a write, which fails too),
+	// and so does doctor.
+	if ready := readyz(t, env); ready.Checks["disk_space"] || !ready.Checks["keys"] {
+		t.Errorf("readyz on a full disk: %+v", ready)
+	}
+	if _, out, _ := run(t, vars, "doctor"); !strings.Contains(out, "! state filesystem: 0 MiB free of 96 MiB, under a quarter of the 16 MiB reserve") {
+		t.Errorf("doctor on a full disk:\n%s", out)
+	}
 	code, out, stderr := run(t, vars, "grants", "revoke", p.GrantID)
 	if code != 0 || !strings.Contains(out, "revoked") || strings.Contains(stderr, "warning") {
 		t.Fatalf("grants revoke on a full disk: %d %q %q", code, out, stderr)
@@ -97,6 +107,25 @@ func TestOwnerCLIOnFullDisk(t *testing.T) {
 	if tok := env.GrantFor(c, apptest.Approval{Password: pw}); mcpStatus(t, env, tok.AccessToken) != http.StatusOK {
 		t.Fatal("the new password did not approve a grant")
 	}
+}
+
+type readiness struct {
+	Ready  bool            `json:"ready"`
+	Checks map[string]bool `json:"checks"`
+}
+
+func readyz(t *testing.T, env *apptest.Env) readiness {
+	t.Helper()
+	resp, err := http.Get(env.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r readiness
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // onDisk reports whether auth.json verifies pw.

@@ -242,18 +242,73 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 		return fmt.Errorf("open undo snapshots: %w", err)
 	}
 	a.procs, a.outputs, a.snapshots = procs, outputs, snapshots
-	a.disk = diskguard.New(diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax,
-		StateDir: cfg.StateDir, ScratchBase: procs.ScratchBase(), Projects: func() []string {
+	dopts := diskWatch(cfg)
+	dopts.Commands, dopts.Log, dopts.Metrics, dopts.RestoreReserve = procs, a.log, diskMetrics{a.metrics}, a.store.RestoreReserve
+	a.disk = diskguard.New(dopts)
+	logDisk(a.log, a.disk.Status(), cfg)
+	limitsMetric(a.metrics, procs.Limits())
+	go a.outputs.Run(a.bg)
+	go a.disk.Run(a.bg)
+	return nil
+}
+
+// diskWatch is what the disk guard watches and the bounds it keeps; the
+// server adds what it acts on.
+func diskWatch(cfg *config.Config) diskguard.Options {
+	return diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax,
+		StateDir: cfg.StateDir, ScratchBase: scratchDir(cfg), Projects: func() []string {
 			var roots []string
 			for _, p := range cfg.Projects {
 				roots = append(roots, p.Path)
 			}
 			return roots
-		}, Commands: procs, Log: a.log, Metrics: diskMetrics{a.metrics}, RestoreReserve: a.store.RestoreReserve})
-	limitsMetric(a.metrics, procs.Limits())
-	go a.outputs.Run(a.bg)
-	go a.disk.Run(a.bg)
-	return nil
+		}}
+}
+
+// logDisk is the startup log's line about disk space.
+func logDisk(log *slog.Logger, fss []diskguard.FS, cfg *config.Config) {
+	attrs := []any{"reserve_mib", cfg.DiskReserve >> 20, "scratch_max_mib", cfg.ScratchMax >> 20, "scratch_on_state_fs", scratchOnState(fss)}
+	for _, fs := range fss {
+		attrs = append(attrs, fs.Role+"_free_mib", fs.Free>>20)
+	}
+	log.Info("disk guard", attrs...)
+}
+
+// scratchOnState reports whether the scratch directories share the state
+// directory's filesystem (Status names a filesystem once, by its first
+// role: the state's).
+func scratchOnState(fss []diskguard.FS) bool {
+	for _, fs := range fss {
+		if fs.Role == "scratch" {
+			return false
+		}
+	}
+	return len(fss) > 0
+}
+
+// doctorDisk reports the free space of each watched filesystem against
+// the reserve.
+func doctorDisk(fss []diskguard.FS, cfg *config.Config, ok, warn func(string, ...any)) {
+	for _, fs := range fss {
+		what := fs.Role + " filesystem"
+		if fs.Role == "project" {
+			what = "filesystem of Project " + fs.Label
+		}
+		switch {
+		case fs.Refusing:
+			warn("%s: %d MiB free of %d MiB, under a quarter of the %d MiB reserve: commands and patches there are refused (disk_low)",
+				what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
+		case fs.Low:
+			warn("%s: %d MiB free of %d MiB, under the %d MiB reserve (DEVSPACE_DISK_RESERVE): the commands writing there are stopped",
+				what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
+		default:
+			ok("%s: %d MiB free of %d MiB (reserve %d MiB)", what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
+		}
+	}
+	if scratchOnState(fss) {
+		ok("the commands' scratch directories (%s) share the state directory's filesystem: the disk guard keeps the reserve free there "+
+			"(a volume of their own, DEVSPACE_SCRATCH_DIR, keeps them apart altogether)", cfg.ScratchDir)
+	}
 }
 
 // diskMetrics implements diskguard.Metrics.

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -39,6 +40,9 @@ type Commands interface {
 	// StopGroup kills an execution's commands, emptying its scratch
 	// directory when asked, and leaves the execution open.
 	StopGroup(group, reason string, empty bool) int
+	// StartedGroups returns the scratch directories of the executions
+	// whose commands started since its last call.
+	StartedGroups() map[string]string
 }
 
 // Metrics receives the guard's measurements.
@@ -213,8 +217,8 @@ func (g *Guard) Run(ctx context.Context) {
 		next = g.opts.Tick
 		cmds := g.opts.Commands.Commands()
 		if len(cmds) == 0 {
-			if len(g.running)+len(g.ended) > 0 {
-				g.enforceQuota(nil) // the last commands' scratch, once more
+			if started := g.opts.Commands.StartedGroups(); len(started)+len(g.running)+len(g.ended) > 0 {
+				g.enforceQuota(nil, started) // the last commands' scratch, once more
 			}
 			// Nothing writes: report free space about once a second.
 			if idle++; idle%50 == 1 {
@@ -251,7 +255,7 @@ func (g *Guard) Run(ctx context.Context) {
 		}
 		if time.Since(lastScan) >= g.opts.ScanEvery || scanFree >= 0 && scanFree-scratchFree >= scanOnDrop {
 			g.restoreReserve(ws)
-			g.enforceQuota(cmds)
+			g.enforceQuota(cmds, g.opts.Commands.StartedGroups())
 			lastScan, scanFree = time.Now(), scratchFree
 		}
 	}
@@ -452,14 +456,16 @@ func (g *Guard) stopHeaviest(low watch, ws []watch) bool {
 }
 
 // enforceQuota measures the scratch directory of each execution with a
-// live command, and once more of each whose last command ended since the
-// previous scan (a writer quicker than a scan), and stops (and empties)
+// live command, of each whose command started since the previous scan
+// (started: a command quicker than a scan), and once more of each whose
+// last command ended since the previous scan, and stops (and empties)
 // those past the quota.
-func (g *Guard) enforceQuota(cmds []process.Running) {
-	scan := map[string]string{}
-	for gr, dir := range g.ended {
-		scan[gr] = dir
+func (g *Guard) enforceQuota(cmds []process.Running, started map[string]string) {
+	scan := maps.Clone(started)
+	if scan == nil {
+		scan = map[string]string{}
 	}
+	maps.Copy(scan, g.ended)
 	live := map[string]string{}
 	for _, c := range cmds {
 		if c.Scratch != "" {

@@ -198,6 +198,9 @@ type Manager struct {
 	live         int
 	perGroup     map[string]int
 	procs        map[string]*Process
+	// started holds the groups whose commands started since the last
+	// StartedGroups (the disk guard scans their scratch directories).
+	started map[string]struct{}
 	// tenantLive counts each tenant's live and starting trees;
 	// tenantCgroups are the cgroup tier's tenant cgroups, removed when
 	// their count drops to 0; lastTenantCgroup is the one a fresh
@@ -487,6 +490,10 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 		return nil, err
 	}
 	m.procs[p.id] = p
+	if m.started == nil {
+		m.started = map[string]struct{}{}
+	}
+	m.started[group] = struct{}{}
 	closed, live := m.closed, m.live
 	gc, groupClosed := m.closedGroups[group]
 	m.mu.Unlock()

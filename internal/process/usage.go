@@ -66,6 +66,21 @@ func (m *Manager) Commands() []Running {
 	return out
 }
 
+// StartedGroups returns the scratch directories of the groups whose
+// commands started since the last call, by group: a command quicker than
+// the disk guard's look still has its scratch directory measured.
+func (m *Manager) StartedGroups() map[string]string {
+	m.mu.Lock()
+	started := m.started
+	m.started = nil
+	m.mu.Unlock()
+	out := make(map[string]string, len(started))
+	for g := range started {
+		out[g] = m.scratchPath(g)
+	}
+	return out
+}
+
 // ScratchBase is the directory holding the scratch directories.
 func (m *Manager) ScratchBase() string { return m.opts.Sandbox.ScratchDir }
 
