@@ -217,6 +217,9 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		copts.Disk = a.disk
 	}
 	a.commands = commands.New(copts)
+	m.GaugeFunc("command_slots_grant_max", fmt.Sprintf("Command slots the grant holding the most holds with live commands (a grant's share: %d).", commands.MaxPerGrant), func() float64 {
+		return float64(a.commands.SlotsGrantMax())
+	})
 	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops, Cursors: cursors,
 		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log, Worktrees: worktrees,
 		Resources: a.commands, Activity: activity})

@@ -277,7 +277,7 @@ func TestListenersAndLimits(t *testing.T) {
 	}
 	raw, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"devspace_http_requests_total", "devspace_build_info", "go_goroutines", "devspace_process_resident_memory_bytes", "devspace_grants_active", `route="/healthz"`} {
+	for _, want := range []string{"devspace_http_requests_total", "devspace_build_info", "go_goroutines", "devspace_process_resident_memory_bytes", "devspace_grants_active", "devspace_command_slots_grant_max", `route="/healthz"`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("metrics lack %s", want)
 		}

@@ -168,6 +168,10 @@ func (s *Service) Running(executionID string) int {
 	return n
 }
 
+// SlotsGrantMax is the most command slots one grant's live commands hold
+// (its share is MaxPerGrant in all, MaxPerGrantPerProject on a Project).
+func (s *Service) SlotsGrantMax() int { return s.table.grantMax() }
+
 // CloseExecutions releases what closed executions (Thread close, grant
 // revocation, Project removal) own outside the store: it deletes their
 // undo snapshots, kills their commands' whole trees with reason, and

@@ -360,6 +360,9 @@ func TestSlotShares(t *testing.T) {
 	if err := start("grt_a", "exe_a_p9", "prj_9", "a_past"); !errors.Is(err, commands.ErrGrantShare) {
 		t.Errorf("grant A past its server share: %v, want ErrGrantShare", err)
 	}
+	if got := r.svc.SlotsGrantMax(); got != commands.MaxPerGrant {
+		t.Errorf("SlotsGrantMax with grant A at its server share: %d, want %d", got, commands.MaxPerGrant)
+	}
 	if err := start("grt_d", "exe_d", "prj_9", "d"); err != nil {
 		t.Errorf("grant D while A holds its server share: %v", err)
 	}

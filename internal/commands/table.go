@@ -144,6 +144,23 @@ func (t *table) reserve(grant, project string) (release func(), err error) {
 	}, nil
 }
 
+// grantMax is the most command slots one grant's live commands hold.
+func (t *table) grantMax() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held := map[string]int{}
+	for _, e := range t.byRef {
+		if e.state().TreeAlive {
+			held[e.grantID]++
+		}
+	}
+	most := 0
+	for _, n := range held {
+		most = max(most, n)
+	}
+	return most
+}
+
 // lookup returns the entry for a ref only if it belongs to the caller's
 // execution (and grant): another execution's, session's or grant's ref is
 // indistinguishable from an unknown one.
