@@ -230,7 +230,7 @@ type Config struct {
 	// ScratchDir holds the executions' scratch directories
 	// (DEVSPACE_SCRATCH_DIR, disk.go).
 	ScratchDir string
-	// ScratchMax bounds one execution's scratch directory
+	// ScratchMax bounds one grant's scratch directories together
 	// (DEVSPACE_SCRATCH_MAX).
 	ScratchMax int64
 	// DiskReserve is the free space kept on the watched filesystems

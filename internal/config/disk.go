@@ -14,7 +14,7 @@ const (
 
 // Defaults of disk use. docs/decisions.md explains each.
 const (
-	// DefaultScratchMax bounds one execution's scratch directory (its
+	// DefaultScratchMax bounds one grant's scratch directories together (each execution's, its
 	// commands' HOME and TMPDIR).
 	DefaultScratchMax int64 = 1 << 30
 	// DefaultDiskReserve is the free space DevSpace keeps on the
@@ -44,7 +44,7 @@ func diskSettings() []setting {
 		{
 			flag: "scratch-max", env: envScratchMax, arg: "BYTES",
 			def:   "1GiB",
-			usage: "Most one execution's scratch directory may hold, in bytes or with a KiB/MiB/GiB suffix (at least 16MiB). A command that takes it past this is stopped and the scratch directory emptied (exitReason scratch_quota).",
+			usage: "Most one grant's scratch directories (one per execution) may hold together, in bytes or with a KiB/MiB/GiB suffix (at least 16MiB). Past it the commands of the grant's largest execution are stopped and that scratch directory emptied (killReason scratch_quota).",
 			parse: sizeField(func(c *Config) *int64 { return &c.ScratchMax }),
 		},
 		{

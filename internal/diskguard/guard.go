@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -42,7 +43,7 @@ type Commands interface {
 	StopGroup(group, reason string, empty bool) int
 	// StartedGroups returns the scratch directories of the executions
 	// whose commands started since its last call.
-	StartedGroups() map[string]string
+	StartedGroups() map[string]process.GroupScratch
 }
 
 // Metrics receives the guard's measurements.
@@ -67,7 +68,7 @@ const (
 // Options configure a Guard.
 type Options struct {
 	// Reserve is the free space kept on every watched filesystem;
-	// ScratchMax bounds one execution's scratch directory.
+	// ScratchMax bounds one grant's scratch directories together.
 	Reserve, ScratchMax int64
 	// StateDir and ScratchBase are watched always; Projects lists the
 	// Project roots (watched too).
@@ -97,7 +98,8 @@ type Guard struct {
 	// scratch directories of the groups running at the last scan and of
 	// those that ended just before it.
 	base           *baseline
-	running, ended map[string]string
+	running, ended map[string]process.GroupScratch
+	sizes          map[string]sized // every execution's scratch at its last measure
 
 	mu      sync.Mutex
 	largest int64 // the largest scratch directory at the last scan
@@ -458,38 +460,68 @@ func (g *Guard) stopHeaviest(low watch, ws []watch) bool {
 // enforceQuota measures the scratch directory of each execution with a
 // live command, of each whose command started since the previous scan
 // (started: a command quicker than a scan), and once more of each whose
-// last command ended since the previous scan, and stops (and empties)
-// those past the quota.
-func (g *Guard) enforceQuota(cmds []process.Running, started map[string]string) {
+// last command ended since the previous scan. It stops (and empties) an
+// execution past the quota, then, for each grant whose executions'
+// scratch directories together are past it, the grant's largest: one
+// grant's executions share one quota, so opening more of them takes no
+// more of the scratch filesystem.
+func (g *Guard) enforceQuota(cmds []process.Running, started map[string]process.GroupScratch) {
 	scan := maps.Clone(started)
 	if scan == nil {
-		scan = map[string]string{}
+		scan = map[string]process.GroupScratch{}
 	}
 	maps.Copy(scan, g.ended)
-	live := map[string]string{}
+	live := map[string]process.GroupScratch{}
 	for _, c := range cmds {
 		if c.Scratch != "" {
-			live[c.Group], scan[c.Group] = c.Scratch, c.Scratch
+			gs := process.GroupScratch{Dir: c.Scratch, Tenant: c.Tenant}
+			live[c.Group], scan[c.Group] = gs, gs
 		}
 	}
 	// Groups running at this scan and not at the next get one scan more.
-	g.ended = map[string]string{}
-	for gr, dir := range g.running {
+	g.ended = map[string]process.GroupScratch{}
+	for gr, gs := range g.running {
 		if _, ok := live[gr]; !ok {
-			g.ended[gr] = dir
+			g.ended[gr] = gs
 		}
 	}
 	g.running = live
-	var largest int64
-	for gr, dir := range scan {
-		size, over := usage(dir, g.opts.ScratchMax, g.opts.MaxEntries)
-		largest = max(largest, size)
-		if !over {
+	if g.sizes == nil {
+		g.sizes = map[string]sized{}
+	}
+	for gr, gs := range scan {
+		size, over := usage(gs.Dir, g.opts.ScratchMax, g.opts.MaxEntries)
+		g.sizes[gr] = sized{GroupScratch: gs, size: size}
+		if over {
+			g.stopScratch(gr, "scratch directory past its quota: stopped and emptied", size)
+		}
+	}
+	// A grant's executions together. Executions without a command keep
+	// their last measure (nothing writes there); a closed one's directory
+	// is gone.
+	byTenant := map[string]int64{}
+	for gr, s := range g.sizes {
+		if _, err := os.Stat(s.Dir); err != nil {
+			delete(g.sizes, gr)
 			continue
 		}
-		n := g.opts.Commands.StopGroup(gr, process.ReasonScratchQuota, true)
-		g.count(process.ReasonScratchQuota)
-		g.log.Warn("scratch directory past its quota: stopped and emptied", "bytes", size, "quota", g.opts.ScratchMax, "trees", n)
+		byTenant[s.Tenant] += s.size
+	}
+	for tenant, total := range byTenant {
+		for total > g.opts.ScratchMax {
+			heaviest := ""
+			for gr, s := range g.sizes {
+				if s.Tenant == tenant && (heaviest == "" || s.size > g.sizes[heaviest].size) {
+					heaviest = gr
+				}
+			}
+			total -= g.sizes[heaviest].size
+			g.stopScratch(heaviest, "a grant's scratch directories together past the quota: stopped and emptied its largest", total)
+		}
+	}
+	var largest int64
+	for _, s := range g.sizes {
+		largest = max(largest, s.size)
 	}
 	g.mu.Lock()
 	g.largest = largest
@@ -497,6 +529,23 @@ func (g *Guard) enforceQuota(cmds []process.Running, started map[string]string) 
 	if g.opts.Metrics != nil {
 		g.opts.Metrics.ScratchLargest(largest)
 	}
+}
+
+// sized is a scratch directory at its last measure.
+type sized struct {
+	process.GroupScratch
+	size int64
+}
+
+// stopScratch stops group's commands and empties its scratch directory.
+func (g *Guard) stopScratch(group, msg string, bytes int64) {
+	n := g.opts.Commands.StopGroup(group, process.ReasonScratchQuota, true)
+	if s, ok := g.sizes[group]; ok {
+		s.size = 0
+		g.sizes[group] = s
+	}
+	g.count(process.ReasonScratchQuota)
+	g.log.Warn(msg, "bytes", bytes, "quota", g.opts.ScratchMax, "trees", n)
 }
 
 func (g *Guard) count(reason string) {

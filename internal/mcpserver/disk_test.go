@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,5 +214,25 @@ func TestScratchQuota(t *testing.T) {
 	if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "next", "shell": true,
 		"command": `head -c 1M /dev/zero > "$HOME/small" && echo fine`}, g.me); sc["output"] != "fine\n" {
 		t.Errorf("a command within the quota after the stop: %v", sc)
+	}
+
+	// More executions take no more: the grant's scratch directories
+	// together have the quota (found by make load's hostile grant, whose
+	// executions each kept within it and together filled the scratch
+	// filesystem). Two of 20 MiB pass 32 MiB: one is emptied.
+	other := session("quota-2")
+	if sc, res := callTool(t, g.cs, "project_control", map[string]any{"action": "open", "operationId": "open-2"}, other); res.IsError {
+		t.Fatalf("second execution: %v", sc)
+	}
+	for i, me := range []map[string]any{g.me, other} {
+		if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": fmt.Sprintf("part-%d", i), "shell": true,
+			"command": `head -c 20M /dev/zero > "$HOME/part" && echo wrote`}, me); sc["output"] != "wrote\n" {
+			t.Fatalf("part %d: %v", i, sc)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(scratchFiles(t, env, "part")) > 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a grant's two executions hold %v, 40 MiB against a 32 MiB quota", scratchFiles(t, env, "part"))
+		}
 	}
 }

@@ -111,7 +111,7 @@ func New() *Metrics {
 			Help: "Free bytes on the filesystems the disk guard watches, by role (project: the least free Project's); below DEVSPACE_DISK_RESERVE commands writing there are stopped.",
 		}, []string{"role"}),
 		ScratchLargest: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "scratch_largest_bytes", Help: "The largest scratch directory of a running execution at the last scan (bounded by DEVSPACE_SCRATCH_MAX).",
+			Namespace: Namespace, Name: "scratch_largest_bytes", Help: "The largest scratch directory of an execution at its last measure (bounded by DEVSPACE_SCRATCH_MAX, as are a grant's together).",
 		}),
 		PathDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "path_denials_total", Help: "Tool paths refused by containment, by reason.",

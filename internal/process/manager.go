@@ -200,7 +200,7 @@ type Manager struct {
 	procs        map[string]*Process
 	// started holds the groups whose commands started since the last
 	// StartedGroups (the disk guard scans their scratch directories).
-	started map[string]struct{}
+	started map[string]string // group -> tenant
 	// tenantLive counts each tenant's live and starting trees;
 	// tenantCgroups are the cgroup tier's tenant cgroups, removed when
 	// their count drops to 0; lastTenantCgroup is the one a fresh
@@ -491,9 +491,9 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	}
 	m.procs[p.id] = p
 	if m.started == nil {
-		m.started = map[string]struct{}{}
+		m.started = map[string]string{}
 	}
-	m.started[group] = struct{}{}
+	m.started[group] = l.tenant
 	closed, live := m.closed, m.live
 	gc, groupClosed := m.closedGroups[group]
 	m.mu.Unlock()

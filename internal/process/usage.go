@@ -25,8 +25,9 @@ type Running struct {
 	// WritesRoot is false for a readOnly command.
 	Root       string
 	WritesRoot bool
-	// Scratch is its execution's scratch directory.
-	Scratch string
+	// Scratch is its execution's scratch directory; Tenant whose command
+	// it is (Spec.Tenant, the grant).
+	Scratch, Tenant string
 	// OutputBytes is what it wrote to its output (the spool, in the state
 	// directory).
 	OutputBytes int64
@@ -54,7 +55,7 @@ func (m *Manager) Commands() []Running {
 		if !st.TreeAlive {
 			continue
 		}
-		r := Running{ID: p.id, Group: p.group, Root: p.root, WritesRoot: !p.readOnly, Scratch: m.scratchPath(p.group),
+		r := Running{ID: p.id, Group: p.group, Root: p.root, WritesRoot: !p.readOnly, Scratch: m.scratchPath(p.group), Tenant: p.tenant,
 			OutputBytes: st.OutputBytes}
 		for _, pid := range p.treePIDs() {
 			n, ok := writtenBytes(pid)
@@ -66,17 +67,20 @@ func (m *Manager) Commands() []Running {
 	return out
 }
 
+// GroupScratch is a group's scratch directory and whose it is.
+type GroupScratch struct{ Dir, Tenant string }
+
 // StartedGroups returns the scratch directories of the groups whose
 // commands started since the last call, by group: a command quicker than
 // the disk guard's look still has its scratch directory measured.
-func (m *Manager) StartedGroups() map[string]string {
+func (m *Manager) StartedGroups() map[string]GroupScratch {
 	m.mu.Lock()
 	started := m.started
 	m.started = nil
 	m.mu.Unlock()
-	out := make(map[string]string, len(started))
-	for g := range started {
-		out[g] = m.scratchPath(g)
+	out := make(map[string]GroupScratch, len(started))
+	for g, tenant := range started {
+		out[g] = GroupScratch{Dir: m.scratchPath(g), Tenant: tenant}
 	}
 	return out
 }
