@@ -271,3 +271,43 @@ func TestClosedGroupRefusesStart(t *testing.T) {
 		t.Errorf("%d running", n)
 	}
 }
+
+// TestPoolNeverOverfills: a supervisor coming back from its command
+// while the refill is starting one left three idle supervisors in a pool
+// of two (found by make load's hostile mode, whose leak check counts the
+// server's children). Commands ending as others start, many times over;
+// the pool is sampled throughout.
+func TestPoolNeverOverfills(t *testing.T) {
+	m := newTestManager(t, Options{IdleSupervisors: 2}, false)
+	stop := make(chan struct{})
+	most := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				most <- n
+				return
+			default:
+			}
+			m.mu.Lock()
+			n = max(n, len(m.idle))
+			m.mu.Unlock()
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	for range 40 {
+		var ps []*Process
+		for range 3 {
+			ps = append(ps, startT(t, m, Spec{Program: "true", Dir: "/"}))
+		}
+		for _, p := range ps {
+			waitDone(t, p, 10*time.Second)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the last refills land
+	close(stop)
+	if n := <-most; n > 2 {
+		t.Fatalf("%d idle supervisors in a pool of 2", n)
+	}
+}

@@ -252,7 +252,9 @@ func (m *Manager) refill() {
 			m.log.Warn("cannot pre-start a supervisor", "err", err)
 			return
 		}
-		if m.closed {
+		// A supervisor returned meanwhile (putSupervisor) may have filled
+		// the pool: never hold more than Options.IdleSupervisors.
+		if m.closed || len(m.idle) >= m.opts.IdleSupervisors {
 			m.mu.Unlock()
 			s.discard(true)
 			return
