@@ -127,6 +127,64 @@ type fileState struct {
 	sensitive bool
 }
 
+// notRegular is openState's refusal of a path that holds something other
+// than a regular file. Apply reports err; Restore and the commit's
+// re-check, which want a regular file or nothing there, report a
+// conflict naming what is there instead (see drift).
+type notRegular struct {
+	typ fs.FileMode // fs.FileMode.Type() of what is there
+	err error       // the *project.PathError Apply answers
+}
+
+func (e *notRegular) Error() string { return e.err.Error() }
+func (e *notRegular) Unwrap() error { return e.err }
+
+// drift compares the state found at ph (cur, or the error of reading it)
+// with want. A file gone or appeared, other content, something other than
+// a regular file, and, with modes, other permission bits or a different
+// set of set-user-ID, set-group-ID and sticky bits are a
+// *VersionConflict; other errors are returned as they are.
+func drift(ph string, want, cur *fileState, err error, modes bool) error {
+	if nr, ok := errors.AsType[*notRegular](err); ok {
+		return &VersionConflict{Path: ph, Expected: want.describe(modes), Actual: typeName(nr.typ)}
+	}
+	switch {
+	case err != nil:
+		return err
+	case want.exists != cur.exists || !strings.EqualFold(want.hash, cur.hash):
+		return &VersionConflict{Path: ph, Expected: want.hash, Actual: cur.hash}
+	case modes && want.exists && (want.mode != cur.mode || want.special != cur.special):
+		return &VersionConflict{Path: ph, Expected: want.describe(true), Actual: cur.describe(true)}
+	}
+	return nil
+}
+
+// describe is st for a conflict: its content hash ("" when absent), with
+// its mode when modes are compared.
+func (st *fileState) describe(modes bool) string {
+	if !modes || !st.exists {
+		return st.hash
+	}
+	return fmt.Sprintf("%s mode %04o%s", st.hash, st.mode, specialBits(st.special))
+}
+
+// typeName names a file type that is not a regular file.
+func typeName(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "symlink"
+	case t.IsDir():
+		return "directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
 // Apply applies p atomically to the tree under root. Every path in
 // p.Paths() needs a Set precondition in pre (keys are cleaned with
 // project.CleanRel; entries for other paths are ignored).
@@ -276,10 +334,10 @@ func openState(root *os.Root, ph string, budget int64) (_ *fileState, _ *os.File
 		if _, err := root.Stat(ph); err != nil && errors.Is(project.Classify(err), project.ErrPathDenied) {
 			reason = project.ReasonSymlink
 		}
-		return nil, nil, &FileError{Path: ph, Err: &project.PathError{Reason: reason}}
+		return nil, nil, &FileError{Path: ph, Err: &notRegular{typ: fi.Mode().Type(), err: &project.PathError{Reason: reason}}}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, &FileError{Path: ph, Err: &project.PathError{Reason: project.ReasonSpecial}}
+		return nil, nil, &FileError{Path: ph, Err: &notRegular{typ: fi.Mode().Type(), err: &project.PathError{Reason: project.ReasonSpecial}}}
 	}
 	if fi.Size() > MaxFileBytes || fi.Size() > budget {
 		return nil, nil, &FileError{Path: ph, Err: fmt.Errorf("%w: file of %d bytes", ErrTooLarge, fi.Size())}

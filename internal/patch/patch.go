@@ -132,7 +132,10 @@ func (e *PreconditionMissingError) Unwrap() error { return ErrPreconditionMissin
 
 // VersionConflict reports a file whose state differs from its
 // precondition. Expected and Actual are content hashes ("sha256:…");
-// "" means "does not exist".
+// "" means "does not exist". When only the mode differs, each is the hash
+// followed by " mode 0644" (and " setuid", " setgid", " sticky"); when
+// something other than a regular file is there, Actual names it
+// ("symlink", "directory", "fifo", "socket", "device").
 type VersionConflict struct {
 	Path     string
 	Expected string

@@ -15,7 +15,8 @@ import (
 )
 
 // ErrUndoConflict: a file Restore was asked to bring back is no longer in
-// the state the caller expects (*RestoreConflict lists every such path);
+// the state the caller expects, in content, mode or type
+// (*RestoreConflict lists every such path);
 // nothing was written, or the commit was rolled back. This package owns
 // it; undo_patch maps it to undo_conflict.
 var ErrUndoConflict = errors.New("undo conflict")
@@ -24,8 +25,9 @@ var ErrUndoConflict = errors.New("undo conflict")
 type FileState struct {
 	// Path is Project-relative; it is cleaned with project.CleanRel.
 	Path string
-	// Expect is the content hash ("sha256:…") the file must have now;
-	// "" means it must not exist.
+	// Expect is the content hash ("sha256:…") of the regular file that
+	// must be there now; "" means nothing may be there (no file, link,
+	// directory or other entry).
 	Expect string
 	// ExpectMode, with CheckMode, is the permission bits the file must
 	// have now (with Expect set): a mode changed since, or a set-user-ID,
@@ -43,7 +45,7 @@ type FileState struct {
 }
 
 // RestoreConflict lists every path whose current state differs from its
-// FileState.Expect, in input order.
+// FileState (Expect, and ExpectMode with CheckMode), in input order.
 type RestoreConflict struct {
 	Files []VersionConflict
 	// err is the rollback failure when a conflict found during the
@@ -84,9 +86,12 @@ func (e *RestoreConflict) Unwrap() []error {
 
 // Restore atomically brings the files in states to their recorded
 // content and mode, or removes them (Absent), with Apply's guarantees:
-// every Expect is checked first and all drifted paths are reported
+// every Expect (content, mode with CheckMode, and type: anything but a
+// regular file where one is expected, or any entry where none is, is a
+// conflict) is checked first and all drifted paths are reported
 // together; then new contents are staged next to their targets,
-// re-checked just before each rename and committed by rename (a hard
+// re-checked the same way just before each rename (mode included) and
+// committed by rename (a hard
 // linked original is never written in place), and any failure rolls
 // everything back, including the directories Restore created. Once
 // committed, each directory in removeDirs (typically the CreatedDirs of
@@ -101,8 +106,9 @@ func (e *RestoreConflict) Unwrap() []error {
 //
 // Errors: *RestoreConflict (ErrUndoConflict), *FileError wrapping
 // project.ErrPathDenied (sensitive targets unless opts.AllowSensitive,
-// repository metadata among the targets or removeDirs, symlinks, special
-// files) or a filesystem error, ErrTooLarge,
+// repository metadata among the targets or removeDirs, a directory on
+// the way that is a link leaving the root; a link or special file at a
+// target itself is a conflict) or a filesystem error, ErrTooLarge,
 // ErrInvalidPatch for malformed input (no files, a duplicate path),
 // ctx.Err(), the failure to write the intent record; joined with
 // ErrRollbackIncomplete if the rollback failed. With opts.Intents a crash
@@ -178,24 +184,22 @@ func Restore(ctx context.Context, root *os.Root, states []FileState, removeDirs 
 			return nil, err
 		}
 		st, err := readState(root, s.Path, MaxTotalBytes-total)
-		if err != nil {
-			return nil, err
-		}
-		if st.sensitive {
+		if err == nil && st.sensitive {
 			if !opts.AllowSensitive {
 				return nil, &FileError{Path: s.Path, Err: &project.PathError{Reason: project.ReasonSensitive}}
 			}
 			sensitive[s.Path] = true
 		}
+		want := &fileState{exists: s.Expect != "", hash: s.Expect, mode: s.ExpectMode.Perm()}
+		if err := drift(s.Path, want, st, err, s.CheckMode); err != nil {
+			if vc, ok := errors.AsType[*VersionConflict](err); ok {
+				conflicts = append(conflicts, *vc)
+				continue
+			}
+			return nil, err
+		}
 		total += int64(len(st.content))
 		current[i] = st
-		switch {
-		case s.Expect == "" && st.exists || s.Expect != "" && (!st.exists || !strings.EqualFold(s.Expect, st.hash)):
-			conflicts = append(conflicts, VersionConflict{Path: s.Path, Expected: s.Expect, Actual: st.hash})
-		case s.Expect != "" && s.CheckMode && (st.mode != s.ExpectMode.Perm() || st.special != 0):
-			conflicts = append(conflicts, VersionConflict{Path: s.Path, Expected: fmt.Sprintf("%s mode %04o", s.Expect, s.ExpectMode.Perm()),
-				Actual: fmt.Sprintf("%s mode %04o%s", st.hash, st.mode, specialBits(st.special))})
-		}
 	}
 	if conflicts != nil {
 		return nil, &RestoreConflict{Files: conflicts}

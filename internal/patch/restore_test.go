@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/devspace-dev/devspace/internal/project"
@@ -364,6 +365,52 @@ func TestRestoreNeverRemovesRepositoryDirs(t *testing.T) {
 				t.Errorf("Restore error = %v, want path_denied (repository_metadata)", err)
 			}
 			diffSnapshots(t, before, testutil.Tree(t, dir))
+		})
+	}
+}
+
+// TestRestoreModeOrTypeChangeBeforeRename: the re-check just before each
+// rename compares what the first look compared. A chmod, or a swap for a
+// link to a file of the same content, between the two is a conflict and
+// rolled back; it used to be reset (the chmod) or refused as a special
+// file (the link).
+func TestRestoreModeOrTypeChangeBeforeRename(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(p string) error
+	}{
+		{"chmod 0600", func(p string) error { return os.Chmod(p, 0o600) }},
+		{"set-user-ID", func(p string) error { return os.Chmod(p, 0o755|os.ModeSetuid) }},
+		{"link", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink("twin.txt", p)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			testutil.WriteTree(t, dir, map[string]testutil.File{"a.txt": {Content: "a\n", Mode: 0o755}, "twin.txt": {Content: "a\n"}})
+			var changed map[string]string
+			hooks := &Hooks{BeforeRename: func(int, string) error {
+				if err := tt.change(filepath.Join(dir, "a.txt")); err != nil {
+					t.Fatal(err)
+				}
+				changed = testutil.Tree(t, dir)
+				for name := range changed {
+					if strings.HasSuffix(name, ".tmp") { // the staged content, removed by the rollback
+						delete(changed, name)
+					}
+				}
+				return nil
+			}}
+			states := []FileState{{Path: "a.txt", Expect: hashOf("a\n"), ExpectMode: 0o755, CheckMode: true, Content: []byte("A\n"), Mode: 0o644}}
+			_, err := Restore(context.Background(), openRoot(t, dir), states, nil, Options{Hooks: hooks})
+			var rc *RestoreConflict
+			if !errors.As(err, &rc) || !reflect.DeepEqual(rc.Paths(), []string{"a.txt"}) || errors.Is(err, ErrRollbackIncomplete) {
+				t.Fatalf("Restore error = %v, want a conflict on a.txt", err)
+			}
+			diffSnapshots(t, changed, testutil.Tree(t, dir))
 		})
 	}
 }

@@ -315,20 +315,14 @@ func (t *tx) mkdirs(ph, dir string) error {
 	return nil
 }
 
-// recheck verifies that ph is still in the state validation saw. It
-// holds the file it read open (see hold).
+// recheck verifies that ph is still in the state validation saw: content,
+// mode and type (see drift). It holds the file it read open (see hold).
 func (t *tx) recheck(ph string, expect *fileState) error {
 	cur, f, err := openState(t.root, ph, MaxFileBytes)
-	if err != nil {
-		return err
-	}
 	if f != nil {
 		t.hold(f)
 	}
-	if cur.exists != expect.exists || cur.hash != expect.hash {
-		return &VersionConflict{Path: ph, Expected: expect.hash, Actual: cur.hash}
-	}
-	return nil
+	return drift(ph, expect, cur, err, true)
 }
 
 // hold keeps f open until closeHeld. Renaming over or unlinking the last

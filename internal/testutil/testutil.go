@@ -42,8 +42,9 @@ func WriteTree(t testing.TB, dir string, files map[string]File) {
 }
 
 // Tree renders every entry under dir, dir itself as ".", with its mode
-// and exact content: "file <mode> <quoted content>", "dir <mode>" or
-// "link <target>", by path relative to dir.
+// and exact content: "file <mode> <quoted content>", "dir <mode>",
+// "link <target>" or "special <mode>" (a FIFO, socket or device, not
+// read), by path relative to dir.
 func Tree(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -62,6 +63,8 @@ func Tree(t testing.TB, dir string) map[string]string {
 			out[rel] = "link " + target
 		case d.IsDir():
 			out[rel] = fmt.Sprintf("dir %v", info.Mode())
+		case !d.Type().IsRegular():
+			out[rel] = fmt.Sprintf("special %v", info.Mode()) // reading a FIFO would block
 		default:
 			b, err := os.ReadFile(p)
 			if err != nil {
