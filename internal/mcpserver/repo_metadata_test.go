@@ -75,6 +75,7 @@ func TestGitMetadataNeverWritten(t *testing.T) {
 		{"a/../.git/x", add("a/../.git/x"), nil},
 		{"link g → .git", add("g/hooks/post-checkout"), nil},
 		{".git. (Windows spelling)", add(".git./hooks/x"), nil},
+		{".g\u00adit (Linux casefold drops the soft hyphen)", add(".g\u00adit/hooks/post-checkout"), nil},
 		{"move into hooks", "*** Begin Patch\n*** Update File: hook.sh\n*** Move to: .git/hooks/post-checkout\n*** End Patch\n",
 			map[string]any{"hook.sh": contentHash(hook), ".git/hooks/post-checkout": nil}},
 		{"commondir", add(".git/commondir"), nil},

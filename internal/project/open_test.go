@@ -127,6 +127,9 @@ func TestDirResolverRefusesRepositoryMetadata(t *testing.T) {
 		"meta/config", "up_git/config", "src/up/g/x", "x/.git", ".git.", ".git /x", ".g\u200cit/x", "GIT~1/x",
 		"lobj/config", "lrefs/config", // a marker that is a symlink counts
 		"wtgd/config.worktree", // a linked worktree's gitdir: HEAD and commondir
+		// Default-ignorable code points Linux casefold (ext4, f2fs) drops
+		// but HFS+ does not: .git there.
+		".g\u00adit/hooks/x", ".gi\u034ft/config", ".git\ufe0f/config", ".g\u2061it/x",
 	} {
 		if got, err := r.Path(in); !isRepository(err) {
 			t.Errorf("Path(%q) = %q, %v; want repository_metadata", in, got, err)

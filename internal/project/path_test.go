@@ -83,3 +83,33 @@ func TestIsSensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestIsSensitiveOneVerdictPerName: two spellings that a case-insensitive
+// filesystem takes for one name get one verdict. Linux casefold (ext4,
+// f2fs) and APFS compare names under canonical decomposition and full
+// case folding; HFS+ and Linux casefold also drop default-ignorable
+// code points. NTFS and SMB upcase no non-ASCII letter
+// to ASCII, so they add no pair. Look-alikes that no filesystem folds
+// together keep their own verdict.
+func TestIsSensitiveOneVerdictPerName(t *testing.T) {
+	for _, tt := range []struct{ name, same, why string }{
+		{".ssh/config", ".\u017fsh/config", "long s folds to s"},
+		{".ssh/config", ".\u00dfh/config", "sharp s folds to ss (full folding)"},
+		{".ssh/config", ".\u1e9eh/config", "capital sharp s folds to ss (full folding)"},
+		{"kubeconfig", "\u212aUBECONFIG", "Kelvin sign folds to k"},
+		{".ssh/config", ".s\u200dsh/config", "zero-width joiner is ignored"},
+		{".env", ".e\u00adnv", "soft hyphen is ignored"},
+		{"prod.env", "prod.env\ufe0f", "variation selector is ignored"},
+		{"id_rsa\u0300", "id_rs\u00e0", "precomposed a-grave is a + combining grave"},
+		{"service-account\u0308.json", "service-accoun\u1e97.json", "t-diaeresis is t + combining diaeresis"},
+	} {
+		if a, b := IsSensitive(tt.name), IsSensitive(tt.same); !a || !b {
+			t.Errorf("%s: IsSensitive(%q) = %v, IsSensitive(%q) = %v, want both true", tt.why, tt.name, a, tt.same, b)
+		}
+	}
+	for _, name := range []string{".\u0455sh/config", "\u1d35d_rsa", ".\u0435nv", "caf\u00e9.go", "\u0130d_rsa"} {
+		if IsSensitive(name) {
+			t.Errorf("IsSensitive(%q) = true: no filesystem folds it onto a sensitive name", name)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package project
 import (
 	"path"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // IsSensitive reports whether a Project-relative path names a file that
@@ -49,16 +51,34 @@ func IsSensitive(rel string) bool {
 	return false
 }
 
-// fold returns s under Unicode full case folding, as a case-insensitive
-// filesystem compares names: ".ſsh" (long s), ".ßh" and "\u212Aubeconfig"
-// (Kelvin sign) name .ssh, .ssh and kubeconfig there, which
-// strings.ToLower does not see. ASCII, the common case, is only
-// lowercased.
+// fold returns s as case-insensitive filesystems compare names, so that
+// every spelling one of them takes for a sensitive name is matched:
+// default-ignorable code points dropped (HFS+ and Linux casefold ignore
+// them: ".s\u200Dsh" and ".e\u00ADnv" are .ssh and .env there), then Unicode's
+// canonical caseless form, NFD(fold(NFD(s))) with full case folding
+// (Linux casefold on ext4 and f2fs, APFS: ".ſsh" and ".ßh" are .ssh,
+// "\u212Aubeconfig" (Kelvin sign) is kubeconfig, "id_rs\u00E0" is id_rsa
+// with a combining grave). NTFS and SMB upcase no non-ASCII letter to
+// ASCII, so lowercasing covers them. docs/decisions.md says why. ASCII,
+// the common case, is only lowercased.
 func fold(s string) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			return cases.Fold().String(s)
+			s = strings.Map(dropIgnorable, s)
+			return norm.NFD.String(cases.Fold().String(norm.NFD.String(s)))
 		}
 	}
 	return strings.ToLower(s)
+}
+
+// dropIgnorable maps a default-ignorable code point to -1 (dropped) and
+// every other rune to itself. It takes every format character (Cf),
+// variation selector and other default-ignorable code point: a little
+// more than Unicode's Default_Ignorable_Code_Point, which errs toward
+// withholding a file.
+func dropIgnorable(r rune) rune {
+	if unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) {
+		return -1
+	}
+	return r
 }
