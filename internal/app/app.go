@@ -262,7 +262,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	patches := edits.New(eopts)
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
 		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks, GitConfine: gitConfine,
-		Tasks:       tasks.New(st, ops, secretKind),
+		Tasks:       tasks.New(st, ops),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
 		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, Edits: patches})
@@ -475,10 +475,3 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// secretKind is the secret detection of commands (process.DetectSecret),
-// for saved Tasks: the kind of credential found in s, or "".
-func secretKind(s string) string {
-	kind, _ := process.DetectSecret(s)
-	return kind
-}

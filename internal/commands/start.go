@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/ids"
@@ -15,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/secret"
 )
 
 // ErrProjectUnavailable: the Project root cannot be opened right now.
@@ -58,6 +61,28 @@ type Command struct {
 	Sandbox          string            `json:"sandbox,omitempty"` // as asked; StartRequest.Sandbox is the effective one
 }
 
+// checkSecrets returns a *secret.Error naming the first field of c that
+// holds a literal credential (environment variables in name order): a
+// command takes its secrets from files it reads, not from its own text.
+func (c Command) checkSecrets() error {
+	for _, f := range []struct{ name, text string }{{"program", c.Program}, {"command", c.Command}, {"stdin", c.Stdin}} {
+		if err := secret.Check(f.name, f.text); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.Args {
+		if err := secret.Check("args", a); err != nil {
+			return err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Environment)) {
+		if err := secret.Check("environment", k+"="+c.Environment[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StartRequest is one exec_command call.
 type StartRequest struct {
 	Owner   Owner
@@ -87,9 +112,13 @@ type storedStart struct {
 // process.ErrTooMany and process.ErrAllBusy past the manager's bounds;
 // rootlock.ErrBusy; process.ErrSpawn,
 // process.ErrSandboxUnavailable, process.ErrClosed from the manager;
-// operation errors. Errors of a command that did not start wrap
-// operation.ErrNotStarted.
+// operation errors; a *secret.Error when the command holds a literal
+// credential (nothing is recorded then). Errors of a command that did not
+// start wrap operation.ErrNotStarted.
 func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
+	if err := req.Command.checkSecrets(); err != nil {
+		return View{}, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+	}
 	dir, err := workingDir(req.Project, req.Command.WorkingDirectory)
 	if err != nil {
 		return View{}, err

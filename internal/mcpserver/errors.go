@@ -17,6 +17,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
+	"github.com/devspace-dev/devspace/internal/secret"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/tasks"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -87,8 +88,12 @@ func mapError(err error) *ToolError {
 		missing      *patch.PreconditionMissingError
 		parse        *patch.ParseError
 		hunk         *patch.HunkError
+		credential   *secret.Error
 	)
 	switch {
+	case errors.As(err, &credential):
+		return notStarted(toolErr("secret_persistence_blocked", "This looks like a credential ("+credential.Kind+" in "+credential.Field+
+			"); nothing was run or saved. Remove it and call again: a command should read a secret from a file, not carry it in its text."))
 	case errors.Is(err, binding.ErrExecutionRequired), errors.Is(err, process.ErrGroupClosed):
 		// ErrGroupClosed: the execution was closed (revoked) while the
 		// command waited to start.
@@ -239,10 +244,7 @@ func mapError(err error) *ToolError {
 // show_changes (review); nil for any other error.
 func mapTaskOrReview(err error) *ToolError {
 	var re *tasks.RevisionError
-	var se *tasks.SecretError
 	switch {
-	case errors.As(err, &se):
-		return notStarted(toolErr("secret_persistence_blocked", "The text contains something that looks like a credential ("+se.Kind+"); remove it and save again."))
 	case errors.Is(err, tasks.ErrInvalid):
 		return invalidInput("%v", err)
 	case errors.Is(err, tasks.ErrTooLarge):

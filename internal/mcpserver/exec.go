@@ -62,28 +62,7 @@ func (in *execIn) validate() error {
 	if err := process.ValidateEnv(in.Environment); err != nil {
 		return invalidInput("%v", err)
 	}
-	if kind := in.secretIn(); kind != "" {
-		te := toolErr("secret_persistence_blocked",
-			"The command contains something that looks like a credential ("+kind+"); pass secrets through files the command reads, not in its arguments.")
-		te.OperationID, te.Phase = in.OperationID, "not_started"
-		return te
-	}
 	return nil
-}
-
-// secretIn returns the kind of a literal credential found in anything
-// that would be stored (operation records, logs), or "".
-func (in *execIn) secretIn() string {
-	vals := append([]string{in.Program, in.Command, in.Stdin}, in.Args...)
-	for k, v := range in.Environment {
-		vals = append(vals, k+"="+v)
-	}
-	for _, v := range vals {
-		if kind, found := process.DetectSecret(v); found {
-			return kind
-		}
-	}
-	return ""
 }
 
 func (execIn) schema(s *jsonschema.Schema) {

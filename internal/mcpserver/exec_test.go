@@ -70,24 +70,26 @@ func TestExecCommandThroughMCP(t *testing.T) {
 		t.Fatalf("shell: %v", sc)
 	}
 	for name, args := range map[string]map[string]any{
-		"both modes":    {"operationId": "b1", "program": "true", "shell": true, "command": "true"},
-		"no mode":       {"operationId": "b2"},
-		"shell no cmd":  {"operationId": "b3", "shell": true},
-		"github token":  {"operationId": "b4", "program": "echo", "args": []any{"ghp_" + strings.Repeat("a1B2c3D4e5", 4)[:36]}},
-		"bearer header": {"operationId": "b5", "shell": true, "command": "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' x"},
-		"escape dir":    {"operationId": "b6", "program": "true", "workingDirectory": "../"},
-		"bad env":       {"operationId": "b7", "program": "true", "environment": map[string]any{"1BAD": "x"}},
-		"spawn failure": {"operationId": "b8", "program": "/nonexistent/program"},
+		"both modes":     {"operationId": "b1", "program": "true", "shell": true, "command": "true"},
+		"no mode":        {"operationId": "b2"},
+		"shell no cmd":   {"operationId": "b3", "shell": true},
+		"github token":   {"operationId": "b4", "program": "echo", "args": []any{"ghp_" + strings.Repeat("a1B2c3D4e5", 4)[:36]}},
+		"bearer header":  {"operationId": "b5", "shell": true, "command": "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U' x"},
+		"escape dir":     {"operationId": "b6", "program": "true", "workingDirectory": "../"},
+		"bad env":        {"operationId": "b7", "program": "true", "environment": map[string]any{"1BAD": "x"}},
+		"spawn failure":  {"operationId": "b8", "program": "/nonexistent/program"},
+		"aws key in env": {"operationId": "b9", "program": "true", "environment": map[string]any{"KEY": "AKIAQX7MPLR2ZV9KWT4N"}},
 	} {
 		sc := run(args)
 		want := map[string]string{"both modes": "command_mode_invalid", "no mode": "command_mode_invalid", "shell no cmd": "command_mode_invalid",
 			"github token": "secret_persistence_blocked", "bearer header": "secret_persistence_blocked", "escape dir": "path_denied",
-			"bad env": "invalid_tool_input", "spawn failure": "command_spawn_failed"}[name]
+			"bad env": "invalid_tool_input", "spawn failure": "command_spawn_failed", "aws key in env": "secret_persistence_blocked"}[name]
 		if errCode(sc) != want {
 			t.Errorf("%s: got %v, want %s", name, sc["error"], want)
 		}
-		if name == "spawn failure" && sc["error"].(map[string]any)["phase"] != "not_started" {
-			t.Errorf("spawn failure phase: %v", sc["error"])
+		if e, _ := sc["error"].(map[string]any); (want == "command_spawn_failed" || want == "secret_persistence_blocked") &&
+			(e["phase"] != "not_started" || e["operationId"] != args["operationId"]) {
+			t.Errorf("%s: phase or operationId: %v", name, e)
 		}
 	}
 	// Replay: concurrent identical requests run the command once.

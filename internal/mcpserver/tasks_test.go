@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 func TestSaveProgressBoundsAndRevisions(t *testing.T) {
@@ -134,33 +137,63 @@ func TestResumeAcrossGrants(t *testing.T) {
 	}
 }
 
-// TestSaveProgressRefusesSecrets: save_progress runs the same secret
-// detection as exec_command (docs/errors.md: secret_persistence_blocked),
-// in the title and in the progress, and stores nothing then. The service
-// was built without a detector, so credentials were saved as is.
+// TestSaveProgressRefusesSecrets: save_progress runs the secret detection
+// exec_command runs (docs/errors.md: secret_persistence_blocked), on the
+// title and on the progress, for each family the command check covers (a
+// private-key block, an AWS access key, a GitHub token, a JWT). A refused
+// save answers phase not_started, echoes nothing, and stores nothing: no
+// Task, no operation record (the same operationId then saves clean text),
+// and no byte of the credential in any table, any file of the state
+// directory or the log. The Tasks service was once built without a
+// detector (tasks.New(st, ops, nil)) and saved credentials as is.
 func TestSaveProgressRefusesSecrets(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	_, tok := env.Grant(apptest.Approval{})
 	cs := connect(t, env, tok.AccessToken, "")
-	if sc, res := callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, session("s")); res.IsError {
+	me := session("s")
+	if sc, res := callTool(t, cs, "project_control", map[string]any{"action": "open", "operationId": "o"}, me); res.IsError {
 		t.Fatalf("open: %v", sc)
 	}
-	token := "ghp_" + strings.Repeat("a1B2", 9)
-	for i, args := range []map[string]any{
-		{"title": "t", "progress": "deploy with " + token},
-		{"title": "key AKIAABCDEFGHIJKLMNOP", "progress": "p"},
+	// marker is what the stored records must not hold: a part of each
+	// credential at least 9 bytes long that no other text here has.
+	for _, tc := range []struct {
+		name, field, text, kind, marker string
+	}{
+		{"private key", "progress", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----",
+			"private_key", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE"},
+		{"aws access key", "title", "key AKIAQX7MPLR2ZV9KWT4N", "aws_access_key_id", "AKIAQX7MPLR2ZV9KWT4N"},
+		{"github token", "progress", "deploy with ghp_" + strings.Repeat("a1B2", 9), "github_token", strings.Repeat("a1B2", 9)},
+		{"jwt", "title", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI5ODc2NTQzMjEwIn0.Qm9ndXNTaWduYXR1cmVGb3JUZXN0aW5n", "jwt", "Qm9ndXNTaWduYXR1cmVGb3JUZXN0aW5n"},
 	} {
-		args["operationId"], args["status"] = "s"+string(rune('0'+i)), "resumable"
-		sc, _ := callTool(t, cs, "save_progress", args, session("s"))
-		if errCode(sc) != "secret_persistence_blocked" || strings.Contains(mustJSON(sc), token) {
-			t.Errorf("save %d: %v", i, sc)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			args := map[string]any{"operationId": "save-" + tc.kind, "title": "t", "progress": "p", "status": "resumable"}
+			args[tc.field] = tc.text
+			sc, res := callTool(t, cs, "save_progress", args, me)
+			e, _ := sc["error"].(map[string]any)
+			if errCode(sc) != "secret_persistence_blocked" || e["phase"] != "not_started" {
+				t.Fatalf("save_progress with the %s in its %s: %v", tc.name, tc.field, sc)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, tc.kind+" in "+tc.field) {
+				t.Errorf("the answer does not say what was found where (%s in %s): %s", tc.kind, tc.field, text)
+			}
+			if answer := mustJSON(res); strings.Contains(answer, tc.marker) {
+				t.Errorf("the answer echoes the credential: %s", answer)
+			}
+			noTableHolds(t, env.StateDir, tc.marker)
+			noFileHolds(t, env.StateDir, tc.marker)
+			if testutil.HoldsSecret([]byte(env.Logs.String()), tc.marker) {
+				t.Error("the log holds the credential")
+			}
+		})
 	}
 	sc, _ := callTool(t, cs, "list_projects", nil, nil)
 	if n := sc["projects"].([]any)[0].(map[string]any)["resumableTaskCount"]; n != float64(0) {
-		t.Fatalf("a refused save stored something: %v", n)
+		t.Fatalf("a refused save stored a Task: %v", n)
 	}
-	if sc, _ := callTool(t, cs, "save_progress", map[string]any{"operationId": "ok", "title": "t", "progress": "no credential here", "status": "resumable"}, session("s")); sc["revision"] != float64(1) {
-		t.Fatalf("an ordinary save: %v", sc)
+	// No operation record was kept: the refused call's operationId saves
+	// the text without the credential.
+	if sc, _ := callTool(t, cs, "save_progress", map[string]any{"operationId": "save-github_token", "title": "t",
+		"progress": "deploy with the token from the vault", "status": "resumable"}, me); sc["revision"] != float64(1) || sc["replayed"] == true {
+		t.Fatalf("a clean save under a refused operationId: %v", sc)
 	}
 }

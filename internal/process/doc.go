@@ -77,6 +77,8 @@
 // # Environment and secrets
 //
 // BaseEnv, MergeEnv and ValidateEnv build a command's environment from an
-// allowlist; DetectSecret finds literal credentials in command text,
-// arguments and environment values before anything durable is written.
+// allowlist. Literal credentials in command text, arguments and
+// environment values are the caller's check (package secret), before
+// anything durable is written; BaseEnv uses it to drop proxy variables
+// that carry one.
 package process

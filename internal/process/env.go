@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/devspace-dev/devspace/internal/secret"
 )
 
 // Environment limits (docs/design.md §9).
@@ -75,7 +77,7 @@ func BaseEnv(host []string) []string {
 			vals[name] = value
 		case proxyEnvNames[name]:
 			if !strings.Contains(value, "@") {
-				if _, secret := DetectSecret(value); !secret {
+				if _, found := secret.Detect(value); !found {
 					vals[name] = value
 				}
 			}
@@ -133,7 +135,7 @@ var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // like are allowed, because the command is arbitrary code running with the
 // user's rights anyway (shell mode can export them itself); a denylist would
 // suggest a protection that does not exist. Literal credentials in values
-// are the caller's check (DetectSecret).
+// are the caller's check (secret.Check).
 func ValidateEnv(env map[string]string) error {
 	if len(env) > MaxEnvEntries {
 		return fmt.Errorf("%w: %d variables (at most %d)", ErrInvalidEnv, len(env), MaxEnvEntries)

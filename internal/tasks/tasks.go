@@ -14,6 +14,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/secret"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -70,16 +71,14 @@ type Saved struct {
 
 // Service is safe for concurrent use.
 type Service struct {
-	st  *store.Store
-	ops *operation.Service
-	// Secret reports a credential-looking value ("" when none).
-	secret func(string) string
+	st     *store.Store
+	ops    *operation.Service
 	counts *store.Memo[string, map[string]int] // Counts by its refs
 }
 
-// New builds a Service. secret may be nil.
-func New(st *store.Store, ops *operation.Service, secret func(string) string) *Service {
-	return &Service{st: st, ops: ops, secret: secret, counts: store.NewMemo[string, map[string]int](256)}
+// New builds a Service.
+func New(st *store.Store, ops *operation.Service) *Service {
+	return &Service{st: st, ops: ops, counts: store.NewMemo[string, map[string]int](256)}
 }
 
 var limits = store.TaskLimits{MaxResumable: MaxResumable, RetainCompleted: RetainCompleted}
@@ -109,15 +108,15 @@ func Validate(r SaveRequest) error {
 }
 
 // Save creates or updates the execution's Task. Replays of the same
-// operationId with the same request return the stored result.
+// operationId with the same request return the stored result. A title or
+// progress holding a literal credential is refused with a *secret.Error
+// before anything is stored, the operation record included.
 func (s *Service) Save(ctx context.Context, grantID string, e *store.Execution, r SaveRequest) (*Saved, bool, error) {
 	if err := Validate(r); err != nil {
 		return nil, false, err
 	}
-	if s.secret != nil {
-		if kind := s.secret(r.Title + "\n" + r.Progress); kind != "" {
-			return nil, false, &SecretError{Kind: kind}
-		}
+	if err := errors.Join(secret.Check("title", r.Title), secret.Check("progress", r.Progress)); err != nil {
+		return nil, false, err
 	}
 	hash, err := operation.HashRequest(map[string]any{"title": r.Title, "progress": r.Progress, "ifMatch": r.IfMatch, "status": r.Status})
 	if err != nil {
@@ -183,11 +182,6 @@ func (s *Service) save(ctx context.Context, e *store.Execution, r SaveRequest) (
 func savedOf(t *store.Task) *Saved {
 	return &Saved{TaskRef: t.Ref, Revision: t.Revision, Status: t.Status, SavedAt: t.UpdatedAt.UTC().Format(time.RFC3339)}
 }
-
-// SecretError refuses a save that contains a credential-looking value.
-type SecretError struct{ Kind string }
-
-func (e *SecretError) Error() string { return "credential detected: " + e.Kind }
 
 // Summary is a listed Task (title only; never the progress body).
 type Summary struct {

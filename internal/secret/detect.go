@@ -1,4 +1,4 @@
-package process
+package secret
 
 import (
 	"encoding/base64"
@@ -7,15 +7,15 @@ import (
 	"sync"
 )
 
-// secretPattern is one credential format DetectSecret recognizes. check,
+// pattern is one credential format Detect recognizes. check,
 // when set, vets the submatch (group 1) to keep false positives down.
-type secretPattern struct {
+type pattern struct {
 	kind  string
 	re    *regexp.Regexp
 	check func(string) bool
 }
 
-// secretPatterns lists the detected formats, most specific first. Each one
+// patterns lists the detected formats, most specific first. Each one
 // is either a vendor prefix with a fixed alphabet and length, or a keyword
 // followed by a random-looking value; placeholders such as $TOKEN,
 // ${TOKEN}, <token> or YOUR_TOKEN never match.
@@ -26,11 +26,11 @@ type secretPattern struct {
 // and a false positive refuses a legitimate command.
 //
 // They are compiled on first use, not at package init: every supervisor
-// and command launcher is this binary too, and compiling them (the
+// and command launcher is this binary too (process imports this package), and compiling them (the
 // private-key pattern's bounded repetition above all) took 8–20 ms of each
 // one's start.
-var secretPatterns = sync.OnceValue(func() []secretPattern {
-	return []secretPattern{
+var patterns = sync.OnceValue(func() []pattern {
+	return []pattern{
 		{kind: "private_key", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,512}?[A-Za-z0-9+/=]{40}`)},
 		{kind: "aws_access_key_id", re: regexp.MustCompile(`\b((?:AKIA|ASIA)[0-9A-Z]{16})\b`)},
 		{kind: "aws_secret_access_key", re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`), check: randomLooking},
@@ -53,7 +53,7 @@ var secretPatterns = sync.OnceValue(func() []secretPattern {
 	}
 })
 
-// DetectSecret reports whether s contains a literal credential and, if so,
+// Detect reports whether s contains a literal credential and, if so,
 // its kind: private_key (a PEM private-key block with key material),
 // aws_access_key_id (AKIA/ASIA + 16), aws_secret_access_key (after its
 // keyword), github_token (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_),
@@ -63,8 +63,8 @@ var secretPatterns = sync.OnceValue(func() []secretPattern {
 // (an `Authorization:` header with a random-looking value), jwt, and
 // url_credentials (scheme://user:password@ with a long random-looking
 // password). It never returns the secret itself. Safe for concurrent use.
-func DetectSecret(s string) (kind string, found bool) {
-	for _, p := range secretPatterns() {
+func Detect(s string) (kind string, found bool) {
+	for _, p := range patterns() {
 		for _, m := range p.re.FindAllStringSubmatch(s, 8) {
 			if p.check == nil || (len(m) > 1 && p.check(m[1])) {
 				return p.kind, true
