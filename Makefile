@@ -48,6 +48,10 @@ BENCH_FLAGS   ?=
 LOAD_DURATION ?= 60s
 LOAD_SESSIONS ?= 200
 LOAD_GRANTS   ?= 20
+# LOAD_HOSTILE=1: one of the LOAD_GRANTS grants is hostile (bench/hostile_test.go);
+# the others' load runs LOAD_DURATION without it and LOAD_DURATION with it,
+# alternating, and fails past 2× the p99 (BENCH_FLAGS=-hostile-max-ratio=N). Root only: it mounts a tmpfs.
+LOAD_HOSTILE  ?=
 CRASH_KILLS   ?= 300
 CRASH_ALLOW   ?=
 FUZZTIME      ?= 10s
@@ -67,9 +71,9 @@ bench: $(BENCH_TEST) ## performance budget: ours vs baselines side by side, tabl
 microbench: ## every package's Go benchmarks (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-load: $(BENCH_TEST) ## load: LOAD_SESSIONS sessions over LOAD_GRANTS grants, mixed tools for LOAD_DURATION, then leak checks
+load: $(BENCH_TEST) ## load: LOAD_SESSIONS sessions over LOAD_GRANTS grants, mixed tools for LOAD_DURATION, then leak checks; LOAD_HOSTILE=1 adds a hostile grant and compares the p99s
 	cd bench && ../$(BENCH_TEST) -test.run '^TestLoad$$' -test.timeout 30m -load -duration $(LOAD_DURATION) \
-		-sessions $(LOAD_SESSIONS) -grants $(LOAD_GRANTS) $(BENCH_FLAGS)
+		-sessions $(LOAD_SESSIONS) -grants $(LOAD_GRANTS) $(if $(LOAD_HOSTILE),-hostile) $(BENCH_FLAGS)
 
 crash: $(BENCH_TEST) ## crash consistency: SIGKILL the server at CRASH_KILLS random points, restart, check files/records/DB/processes
 	cd bench && ../$(BENCH_TEST) -test.run '^TestCrash$$' -test.timeout 30m -crash $(CRASH_KILLS) \

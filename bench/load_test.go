@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,6 +160,10 @@ type loadReport struct {
 	BeforeFDs        map[string]int `json:"beforeFds"`
 	Settled          bool           `json:"settled"`
 	SettleTime       string         `json:"settleTime"`
+	// Hostile compares the ordinary grants' calls without and with the
+	// hostile grant (-hostile); nil without it. The fields above then
+	// count the ordinary grants' calls of both phases.
+	Hostile *hostileReport `json:"hostile,omitempty"`
 }
 
 type toolStats struct {
@@ -166,6 +171,42 @@ type toolStats struct {
 	P50   float64 `json:"p50ms"`
 	P99   float64 `json:"p99ms"`
 	Max   float64 `json:"maxms"`
+}
+
+// tally collects calls' latencies and error codes by tool. It is safe for
+// concurrent use.
+type tally struct {
+	mu         sync.Mutex
+	lat        map[string]durations
+	errors     map[string]int
+	unexpected int
+}
+
+func newTally() *tally { return &tally{lat: map[string]durations{}, errors: map[string]int{}} }
+
+// record adds one call: its tool, its error code ("" on success) and how
+// long it took. A code outside expectedCodes is unexpected.
+func (t *tally) record(tool, code string, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lat[tool] = append(t.lat[tool], d)
+	if code != "" {
+		t.errors[tool+": "+code]++
+		if !expectedCodes[code] {
+			t.unexpected++
+		}
+	}
+}
+
+// tools returns each tool's call count and latency percentiles.
+func (t *tally) tools() map[string]toolStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]toolStats{}
+	for tool, d := range t.lat {
+		out[tool] = toolStats{Calls: len(d), P50: round(ms(d.p50()), 2), P99: round(ms(d.p99()), 2), Max: round(ms(d.pct(1)), 2)}
+	}
+	return out
 }
 
 // snapshot is the server's resource use read from /metrics and /proc.
@@ -198,120 +239,104 @@ func childrenOf(pid int) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		c, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == fmt.Sprint(pid) {
-			var c int
-			fmt.Sscan(e.Name(), &c)
+		if f := statFields(c); len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
+// statFields returns the fields of /proc/<pid>/stat from the third
+// (state) on: the second, the command name, may hold spaces and
+// parentheses. Nil when pid is gone.
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+// cpuSeconds is the CPU time pid has used, user and system (fields 14 and
+// 15 of its stat file, in USER_HZ: 100 on Linux).
+func cpuSeconds(pid int) float64 {
+	f := statFields(pid)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
 // TestLoad is `make load`: -sessions concurrent sessions over -grants
 // grants doing mixed read/inspect/exec/patch for -duration against a real
-// server, then a check that the server returns to its baseline.
+// server, then a check that the server returns to its baseline. With
+// -hostile, one of the grants is hostile (hostile_test.go) and the
+// ordinary grants' load runs without and with it.
 func TestLoad(t *testing.T) {
 	if !*flagLoad {
 		t.Skip("run with -load (make load)")
 	}
-	nGrants, nSessions := *flagGrants, *flagSessions
-	labels := make([]string, nGrants)
+	nOrdinary := *flagGrants
+	opts := serverOptions{}
+	if *flagHostile {
+		nOrdinary-- // the last grant is the hostile one
+		if nOrdinary < hostileProjects {
+			t.Fatalf("-hostile needs at least %d grants: the hostile grant shares %d ordinary grants' Projects", hostileProjects+1, hostileProjects)
+		}
+		opts.Env = hostileEnv(t)
+	}
+	labels := make([]string, nOrdinary)
 	for i := range labels {
 		labels[i] = fmt.Sprintf("p%02d", i)
 	}
-	srv := startServer(t, serverOptions{Projects: labels})
+	opts.Projects = labels
+	srv := startServer(t, opts)
 	for _, l := range labels {
 		populate(t, srv.Roots[l])
 	}
-	type grantInfo struct{ token, ref string }
-	grants := make([]grantInfo, nGrants)
-	for i, l := range labels {
-		_, tok := grant(t, srv, []string{l}, allScopes)
-		grants[i] = grantInfo{token: tok.AccessToken}
-		grants[i].ref = projectRefs(t, srv, tok.AccessToken)[l]
+	l := &load{t: t, srv: srv, sessions: *flagSessions, grants: make([]loadGrant, nOrdinary)}
+	for i, label := range labels {
+		_, tok := grant(t, srv, []string{label}, allScopes)
+		l.grants[i] = loadGrant{token: tok.AccessToken, ref: projectRefs(t, srv, tok.AccessToken)[label]}
 	}
-	// runPhase runs every session for d, each calling record after each
-	// call, and returns the calls made and how long the phase took.
-	runPhase := func(prefix string, d time.Duration, record func(tool, code string, d time.Duration)) (int64, time.Duration) {
-		ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
-		defer cancel()
-		var wg sync.WaitGroup
-		var calls, transportErrs atomic.Int64
-		start := time.Now()
-		deadline := start.Add(d)
-		for i := range nSessions {
-			g := grants[i%nGrants]
-			wg.Go(func() {
-				w := newWorker(t, srv, g.token, g.ref, fmt.Sprintf("%s%03d", prefix, i), i)
-				defer w.s.Close()
-				for time.Now().Before(deadline) {
-					t0 := time.Now()
-					tool, code, err := w.step(ctx)
-					if err != nil {
-						if transportErrs.Add(1) <= 5 {
-							t.Errorf("session %d: %v", i, err)
-						}
-						record(tool, "transport_error", time.Since(t0))
-						return
-					}
-					record(tool, code, time.Since(t0))
-					calls.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		return calls.Load(), time.Since(start)
+	var h *hostileGrant
+	if *flagHostile {
+		h = newHostileGrant(t, srv, labels[:hostileProjects])
 	}
 	// Warm up at full concurrency (supervisor pool, connection pools,
 	// caches sized for the peak), close what it opened, and let the server
 	// settle: that is the baseline.
 	warm := min(10*time.Second, max(2*time.Second, *flagDuration/6))
-	runPhase("w", warm, func(tool, code string, _ time.Duration) {
+	l.phase("w", warm, func(tool, code string, _ time.Duration) {
 		if code != "" && !expectedCodes[code] {
 			t.Errorf("warm-up: %s: %s", tool, code)
 		}
 	})
-	for _, g := range grants {
-		closeThreads(t, srv, g.token)
-	}
+	l.closeThreads()
 	transport.CloseIdleConnections()
 	settle(t, srv, nil, 30*time.Second)
 	time.Sleep(2 * time.Second)
-	rep := &loadReport{Started: time.Now(), Duration: flagDuration.String(), Sessions: nSessions, Grants: nGrants,
-		Tools: map[string]toolStats{}, Errors: map[string]int{}}
+	rep := &loadReport{Started: time.Now(), Duration: flagDuration.String(), Sessions: l.sessions, Grants: *flagGrants}
 	rep.Before = takeSnapshot(t, srv)
 	rep.BeforeFDs = fdKinds(srv.PID())
 	t.Logf("baseline: %+v", rep.Before)
 
-	var (
-		mu    sync.Mutex
-		lat   = map[string]durations{}
-		calls atomic.Int64
-		peak  snapshot
-	)
-	record := func(tool, code string, d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		lat[tool] = append(lat[tool], d)
-		if code != "" {
-			rep.Errors[tool+": "+code]++
-			if !expectedCodes[code] {
-				rep.Unexpected++
-			}
-		}
-	}
 	// Peak resource use, sampled every 500 ms.
+	var (
+		peakMu sync.Mutex
+		peak   snapshot
+	)
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -323,27 +348,29 @@ func TestLoad(t *testing.T) {
 			case <-time.After(500 * time.Millisecond):
 			}
 			s := takeSnapshot(t, srv)
-			mu.Lock()
+			peakMu.Lock()
 			peak.Goroutines = max(peak.Goroutines, s.Goroutines)
 			peak.OpenFDs = max(peak.OpenFDs, s.OpenFDs)
 			peak.DBFDs = max(peak.DBFDs, s.DBFDs)
 			peak.RSSMiB = max(peak.RSSMiB, s.RSSMiB)
 			peak.Processes = max(peak.Processes, s.Processes)
 			peak.Children = max(peak.Children, s.Children)
-			mu.Unlock()
+			peakMu.Unlock()
 		}
 	}()
 
-	n, elapsed := runPhase("s", *flagDuration, record)
-	calls.Store(n)
+	all := newTally()
+	var elapsed time.Duration
+	if h != nil {
+		rep.Hostile, rep.Calls, elapsed = l.compareHostile(h, all)
+	} else {
+		rep.Calls, elapsed = l.phase("s", *flagDuration, all.record)
+	}
 	close(stopSampling)
 	<-sampled
 	rep.Peak = peak
-	rep.Calls = calls.Load()
 	rep.CallsPerSec = round(float64(rep.Calls)/elapsed.Seconds(), 1)
-	for tool, d := range lat {
-		rep.Tools[tool] = toolStats{Calls: len(d), P50: round(ms(d.p50()), 2), P99: round(ms(d.p99()), 2), Max: round(ms(d.pct(1)), 2)}
-	}
+	rep.Tools, rep.Errors, rep.Unexpected = all.tools(), all.errors, all.unexpected
 
 	// Every session is closed; drop idle connections. Commands have ended,
 	// but each execution keeps its commands' retained output (spool files)
@@ -354,8 +381,9 @@ func TestLoad(t *testing.T) {
 	rep.SessionsEndedFDs = fdKinds(srv.PID())
 	// Close every Thread (the app's close action), which closes the
 	// executions: now everything must be back to the baseline.
-	for _, g := range grants {
-		closeThreads(t, srv, g.token)
+	l.closeThreads()
+	if h != nil {
+		closeThreads(t, srv, h.token)
 	}
 	transport.CloseIdleConnections()
 	settleStart := time.Now()
@@ -374,6 +402,60 @@ func TestLoad(t *testing.T) {
 	}
 	if rep.After.Processes != 0 {
 		t.Errorf("%v processes still running", rep.After.Processes)
+	}
+	if rep.Hostile != nil {
+		rep.Hostile.check(t)
+	}
+}
+
+// load is TestLoad's server and its ordinary grants.
+type load struct {
+	t        *testing.T
+	srv      *server
+	sessions int
+	grants   []loadGrant
+}
+
+// loadGrant is an ordinary grant: its token and its one Project.
+type loadGrant struct{ token, ref string }
+
+// phase runs every session for d, each calling record after each call,
+// and returns the calls made and how long the phase took.
+func (l *load) phase(prefix string, d time.Duration, record func(tool, code string, d time.Duration)) (int64, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var calls, transportErrs atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range l.sessions {
+		g := l.grants[i%len(l.grants)]
+		wg.Go(func() {
+			w := newWorker(l.t, l.srv, g.token, g.ref, fmt.Sprintf("%s%03d", prefix, i), i)
+			defer w.s.Close()
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				tool, code, err := w.step(ctx)
+				if err != nil {
+					if transportErrs.Add(1) <= 5 {
+						l.t.Errorf("session %d: %v", i, err)
+					}
+					record(tool, "transport_error", time.Since(t0))
+					return
+				}
+				record(tool, code, time.Since(t0))
+				calls.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return calls.Load(), time.Since(start)
+}
+
+// closeThreads closes every Thread of the ordinary grants.
+func (l *load) closeThreads() {
+	for _, g := range l.grants {
+		closeThreads(l.t, l.srv, g.token)
 	}
 }
 
@@ -499,4 +581,7 @@ func printLoad(r *loadReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "settled back to baseline: %v (after %s)\n\n", r.Settled, r.SettleTime)
+	if r.Hostile != nil {
+		printHostile(r.Hostile)
+	}
 }

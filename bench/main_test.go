@@ -26,6 +26,8 @@ var (
 	flagDuration  = flag.Duration("duration", 60*time.Second, "TestLoad: how long the mixed load runs")
 	flagSessions  = flag.Int("sessions", 200, "TestLoad: concurrent MCP sessions")
 	flagGrants    = flag.Int("grants", 20, "TestLoad: OAuth grants the sessions share")
+	flagHostile   = flag.Bool("hostile", false, "TestLoad: one of the grants is hostile (fills its scratch, floods output, holds its slots, forks); the others' load runs without and with it, -duration each")
+	flagMaxRatio  = flag.Float64("hostile-max-ratio", 2, "TestLoad -hostile: fail when an ordinary tool's p99 with the hostile grant exceeds this multiple of its p99 without")
 	flagRounds    = flag.Int("rounds", 6, "TestSuite: interleaved rounds per side-by-side workload")
 	flagSeed      = flag.Int64("seed", 0, "TestCrash: random seed (0: time-based; the seed is logged)")
 	flagQuick     = flag.Bool("quick", false, "TestSuite: fewer iterations (a smoke run)")
