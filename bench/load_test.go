@@ -250,6 +250,21 @@ func childrenOf(pid int) []int {
 	return out
 }
 
+// describeChildren names pid's children: each one's PID, state, command
+// line and how many children it has itself.
+func describeChildren(pid int) string {
+	var out []string
+	for _, c := range childrenOf(pid) {
+		state := "?"
+		if f := statFields(c); len(f) > 0 {
+			state = f[0]
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+		out = append(out, fmt.Sprintf("%d %s %q (%d children)", c, state, strings.ReplaceAll(string(cmdline), "\x00", " "), len(childrenOf(c))))
+	}
+	return strings.Join(out, "; ")
+}
+
 // statFields returns the fields of /proc/<pid>/stat from the third
 // (state) on: the second, the command name, may hold spaces and
 // parentheses. Nil when pid is gone.
@@ -508,7 +523,7 @@ func settle(t testing.TB, srv *server, base *snapshot, timeout time.Duration) bo
 			last.RSSMiB <= base.RSSMiB+rssSlackMiB
 	})
 	if !ok {
-		t.Logf("not settled: %+v (baseline %+v); open descriptors by kind: %v", last, base, fdKinds(srv.PID()))
+		t.Logf("not settled: %+v (baseline %+v); open descriptors by kind: %v; child processes: %s", last, base, fdKinds(srv.PID()), describeChildren(srv.PID()))
 	}
 	return ok
 }
