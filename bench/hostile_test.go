@@ -27,13 +27,13 @@ var hostileScopes = []string{"project:read", "process:execute"}
 // shares: enough to claim its whole share of the server's command slots.
 const hostileProjects = commands.MaxPerGrant / commands.MaxPerGrantPerProject
 
-// The attacks, shell commands. The fork loop bounds itself (300
-// processes that sleep 5 s): main has no per-command process limit yet,
-// and an unbounded one would take the machine the benchmark shares.
+// The attacks, shell commands. The fork loop aims at 1,000 processes that
+// sleep 5 s: the per-command limit (hostilePidsMax) stops it, and its own
+// bound keeps the machine the benchmark shares safe if the limit did not.
 const (
 	hostileFill  = `head -c 2G /dev/zero > "$HOME/fill"`
 	hostileFlood = "yes | head -c 200M"
-	hostileFork  = "for i in $(seq 300); do sleep 5 & done; wait"
+	hostileFork  = "for i in $(seq 1000); do sleep 5 & done; wait"
 	hostileHold  = "sleep 600"
 )
 
@@ -41,13 +41,16 @@ const (
 // interrupts its commands and starts the next round.
 const hostileHoldFor = 3 * time.Second
 
-// The hostile run's scratch: a tmpfs of its own, so that the fills never
-// reach the machine's disk, smaller than the hostile grant's executions'
-// quotas together, so that the disk guard has to act as well as the quota.
+// The hostile run's limits. The scratch is a tmpfs of its own, so that
+// the fills never reach the machine's disk, and no larger than the hostile
+// grant's executions' quotas together, so that the disk guard has to act
+// as well as the quota. The process limit is TestForkLoopCapped's (auto
+// would be half of this machine's).
 const (
 	hostileScratchFS  = 1 << 30
 	hostileScratchMax = "256MiB"
 	hostileReserve    = "128MiB"
+	hostilePidsMax    = "64"
 )
 
 // hostileSegments is how often each phase runs: the phases alternate,
@@ -59,9 +62,10 @@ const hostileSegments = 2
 // directory on a tmpfs mounted for the run (root only).
 func hostileEnv(t testing.TB) map[string]string {
 	return map[string]string{
-		"DEVSPACE_SCRATCH_DIR":  testutil.SmallFS(t, hostileScratchFS),
-		"DEVSPACE_SCRATCH_MAX":  hostileScratchMax,
-		"DEVSPACE_DISK_RESERVE": hostileReserve,
+		"DEVSPACE_SCRATCH_DIR":      testutil.SmallFS(t, hostileScratchFS),
+		"DEVSPACE_SCRATCH_MAX":      hostileScratchMax,
+		"DEVSPACE_DISK_RESERVE":     hostileReserve,
+		"DEVSPACE_COMMAND_PIDS_MAX": hostilePidsMax,
 	}
 }
 
@@ -75,10 +79,15 @@ type hostileReport struct {
 	// Segments lists the phases in the order they ran, Segment long each.
 	Segments []string `json:"segments"`
 	Segment  string   `json:"segment"`
-	// Scratch says how the hostile run's scratch is bounded.
-	Scratch  string      `json:"scratch"`
+	// Limits are the hostile run's scratch filesystem and settings.
+	Limits   string      `json:"limits"`
 	Baseline phaseReport `json:"baseline"`
 	Hostile  phaseReport `json:"hostile"`
+	// SharedBaseline and SharedHostile are the calls of the ordinary
+	// grants whose Project the hostile grant shares (part of Baseline and
+	// Hostile): slots and the Project's lock are theirs to lose.
+	SharedBaseline phaseReport `json:"sharedBaseline"`
+	SharedHostile  phaseReport `json:"sharedHostile"`
 	// P99Ratio is, per tool, the ordinary grants' p99 with the hostile
 	// grant over their p99 without it; MaxRatio is the bound the run is
 	// held to (-hostile-max-ratio).
@@ -101,8 +110,16 @@ type phaseReport struct {
 	ServerCPU float64 `json:"serverCpuSeconds"`
 }
 
+// phase reports the tally as a phase that took elapsed; calls 0 counts
+// the calls recorded.
 func (t *tally) phase(calls int64, elapsed time.Duration) phaseReport {
-	return phaseReport{Calls: calls, CallsPerSec: round(float64(calls)/elapsed.Seconds(), 1), Tools: t.tools(),
+	tools := t.tools()
+	if calls == 0 {
+		for _, s := range tools {
+			calls += int64(s.Calls)
+		}
+	}
+	return phaseReport{Calls: calls, CallsPerSec: round(float64(calls)/elapsed.Seconds(), 1), Tools: tools,
 		Errors: t.errors, Unexpected: t.unexpected}
 }
 
@@ -113,13 +130,14 @@ func (t *tally) phase(calls int64, elapsed time.Duration) phaseReport {
 func (l *load) compareHostile(h *hostileGrant, all *tally) (*hostileReport, int64, time.Duration) {
 	seg := *flagDuration / hostileSegments
 	rep := &hostileReport{Projects: h.labels, Scopes: hostileScopes, Segment: seg.String(), MaxRatio: *flagMaxRatio,
-		Scratch: fmt.Sprintf("a %d MiB tmpfs; DEVSPACE_SCRATCH_MAX %s, DEVSPACE_DISK_RESERVE %s", hostileScratchFS>>20, hostileScratchMax, hostileReserve)}
+		Limits: fmt.Sprintf("scratch on a %d MiB tmpfs; DEVSPACE_SCRATCH_MAX %s, DEVSPACE_DISK_RESERVE %s, DEVSPACE_COMMAND_PIDS_MAX %s",
+			hostileScratchFS>>20, hostileScratchMax, hostileReserve, hostilePidsMax)}
 	phases := [2]struct {
-		t       *tally
-		calls   int64
-		elapsed time.Duration
-		cpu     float64
-	}{{t: newTally()}, {t: newTally()}}
+		t, shared *tally
+		calls     int64
+		elapsed   time.Duration
+		cpu       float64
+	}{{t: newTally(), shared: newTally()}, {t: newTally(), shared: newTally()}}
 	var calls int64
 	var elapsed time.Duration
 	for i := range 2 * hostileSegments {
@@ -133,9 +151,12 @@ func (l *load) compareHostile(h *hostileGrant, all *tally) (*hostileReport, int6
 		}
 		ph := &phases[hostile]
 		cpu := cpuSeconds(l.srv.PID())
-		n, d := l.phase(prefix, seg, func(tool, code string, d time.Duration) {
+		n, d := l.phase(prefix, seg, func(g int, tool, code string, d time.Duration) {
 			all.record(tool, code, d)
 			ph.t.record(tool, code, d)
+			if g < len(h.labels) {
+				ph.shared.record(tool, code, d)
+			}
 		})
 		cancel()
 		attacks.Wait()
@@ -151,6 +172,8 @@ func (l *load) compareHostile(h *hostileGrant, all *tally) (*hostileReport, int6
 	rep.Baseline = phases[0].t.phase(phases[0].calls, phases[0].elapsed)
 	rep.Hostile = phases[1].t.phase(phases[1].calls, phases[1].elapsed)
 	rep.Baseline.ServerCPU, rep.Hostile.ServerCPU = round(phases[0].cpu, 1), round(phases[1].cpu, 1)
+	rep.SharedBaseline = phases[0].shared.phase(0, phases[0].elapsed)
+	rep.SharedHostile = phases[1].shared.phase(0, phases[1].elapsed)
 	rep.P99Ratio = map[string]float64{}
 	for tool, b := range rep.Baseline.Tools {
 		if b.P99 > 0 {
@@ -380,7 +403,7 @@ func printHostile(r *hostileReport) {
 	fmt.Fprintf(w, "\nHostile grant (%s) on %s: %s, %s each\n\n", strings.Join(r.Scopes, " "), strings.Join(r.Projects, ", "),
 		strings.Join(r.Segments, ", "), r.Segment)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "tool\tcalls without\tp99 ms\tcalls with\tp99 ms\tp99 ratio\t")
+	fmt.Fprintln(tw, "tool\tcalls without\tp99 ms\tcalls with\tp99 ms\tp99 ratio\tits Projects' grants: p99 without\twith\t")
 	var tools []string
 	for k := range r.Baseline.Tools {
 		tools = append(tools, k)
@@ -388,18 +411,20 @@ func printHostile(r *hostileReport) {
 	sort.Strings(tools)
 	for _, k := range tools {
 		b, h := r.Baseline.Tools[k], r.Hostile.Tools[k]
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.1f\t%.2f\t\n", k, b.Calls, b.P99, h.Calls, h.P99, r.P99Ratio[k])
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.1f\t%.2f\t%.1f\t%.1f\t\n", k, b.Calls, b.P99, h.Calls, h.P99, r.P99Ratio[k],
+			r.SharedBaseline.Tools[k].P99, r.SharedHostile.Tools[k].P99)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nordinary calls/s %.1f without, %.1f with (p99 ratio bound %.2f); server CPU %.1f s without, %.1f s with\n",
 		r.Baseline.CallsPerSec, r.Hostile.CallsPerSec, r.MaxRatio, r.Baseline.ServerCPU, r.Hostile.ServerCPU)
 	fmt.Fprintf(w, "ordinary errors without: %d unexpected; %v\n", r.Baseline.Unexpected, r.Baseline.Errors)
 	fmt.Fprintf(w, "ordinary errors with:    %d unexpected; %v\n", r.Hostile.Unexpected, r.Hostile.Errors)
+	fmt.Fprintf(w, "of which its Projects' grants: without %v; with %v\n", r.SharedBaseline.Errors, r.SharedHostile.Errors)
 	var got []string
 	for k, v := range r.Grant {
 		got = append(got, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(got)
 	fmt.Fprintf(w, "the hostile grant got: %s\n", strings.Join(got, "; "))
-	fmt.Fprintf(w, "scratch: %s\n", r.Scratch)
+	fmt.Fprintf(w, "limits: %s\n", r.Limits)
 }

@@ -333,7 +333,7 @@ func TestLoad(t *testing.T) {
 	// caches sized for the peak), close what it opened, and let the server
 	// settle: that is the baseline.
 	warm := min(10*time.Second, max(2*time.Second, *flagDuration/6))
-	l.phase("w", warm, func(tool, code string, _ time.Duration) {
+	l.phase("w", warm, func(_ int, tool, code string, _ time.Duration) {
 		if code != "" && !expectedCodes[code] {
 			t.Errorf("warm-up: %s: %s", tool, code)
 		}
@@ -379,7 +379,7 @@ func TestLoad(t *testing.T) {
 	if h != nil {
 		rep.Hostile, rep.Calls, elapsed = l.compareHostile(h, all)
 	} else {
-		rep.Calls, elapsed = l.phase("s", *flagDuration, all.record)
+		rep.Calls, elapsed = l.phase("s", *flagDuration, func(_ int, tool, code string, d time.Duration) { all.record(tool, code, d) })
 	}
 	close(stopSampling)
 	<-sampled
@@ -434,9 +434,10 @@ type load struct {
 // loadGrant is an ordinary grant: its token and its one Project.
 type loadGrant struct{ token, ref string }
 
-// phase runs every session for d, each calling record after each call,
-// and returns the calls made and how long the phase took.
-func (l *load) phase(prefix string, d time.Duration, record func(tool, code string, d time.Duration)) (int64, time.Duration) {
+// phase runs every session for d, each calling record after each call
+// with the index of its grant in l.grants, and returns the calls made and
+// how long the phase took.
+func (l *load) phase(prefix string, d time.Duration, record func(grant int, tool, code string, d time.Duration)) (int64, time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -444,7 +445,8 @@ func (l *load) phase(prefix string, d time.Duration, record func(tool, code stri
 	start := time.Now()
 	deadline := start.Add(d)
 	for i := range l.sessions {
-		g := l.grants[i%len(l.grants)]
+		gi := i % len(l.grants)
+		g := l.grants[gi]
 		wg.Go(func() {
 			w := newWorker(l.t, l.srv, g.token, g.ref, fmt.Sprintf("%s%03d", prefix, i), i)
 			defer w.s.Close()
@@ -455,10 +457,10 @@ func (l *load) phase(prefix string, d time.Duration, record func(tool, code stri
 					if transportErrs.Add(1) <= 5 {
 						l.t.Errorf("session %d: %v", i, err)
 					}
-					record(tool, "transport_error", time.Since(t0))
+					record(gi, tool, "transport_error", time.Since(t0))
 					return
 				}
-				record(tool, code, time.Since(t0))
+				record(gi, tool, code, time.Since(t0))
 				calls.Add(1)
 			}
 		})
