@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -96,31 +97,6 @@ type hostileReport struct {
 	// Grant counts the hostile grant's attacks by action and outcome:
 	// "fill: started", "fill: killed scratch_quota", "hold: process_limit".
 	Grant map[string]int `json:"grant"`
-}
-
-// phaseReport is the ordinary grants' calls of one phase.
-type phaseReport struct {
-	Calls       int64                `json:"calls"`
-	CallsPerSec float64              `json:"callsPerSecond"`
-	Tools       map[string]toolStats `json:"tools"`
-	Errors      map[string]int       `json:"errors"`
-	Unexpected  int                  `json:"unexpectedErrors"`
-	// ServerCPU is the CPU time the server process used in the phase (its
-	// supervisors and commands not included).
-	ServerCPU float64 `json:"serverCpuSeconds"`
-}
-
-// phase reports the tally as a phase that took elapsed; calls 0 counts
-// the calls recorded.
-func (t *tally) phase(calls int64, elapsed time.Duration) phaseReport {
-	tools := t.tools()
-	if calls == 0 {
-		for _, s := range tools {
-			calls += int64(s.Calls)
-		}
-	}
-	return phaseReport{Calls: calls, CallsPerSec: round(float64(calls)/elapsed.Seconds(), 1), Tools: tools,
-		Errors: t.errors, Unexpected: t.unexpected}
 }
 
 // compareHostile runs the ordinary load in 2×hostileSegments segments of
@@ -236,11 +212,7 @@ func (h *hostileGrant) note(action, outcome string) {
 func (h *hostileGrant) outcomes() map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make(map[string]int, len(h.got))
-	for k, v := range h.got {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(h.got)
 }
 
 // run attacks from two sessions per Project, round after round, until

@@ -141,18 +141,16 @@ func (w *worker) step(ctx context.Context) (string, string, error) {
 var expectedCodes = map[string]bool{"project_busy": true, "process_limit": true, "process_slots_busy": true}
 
 type loadReport struct {
-	Started     time.Time            `json:"started"`
-	Duration    string               `json:"duration"`
-	Sessions    int                  `json:"sessions"`
-	Grants      int                  `json:"grants"`
-	Calls       int64                `json:"calls"`
-	CallsPerSec float64              `json:"callsPerSecond"`
-	Tools       map[string]toolStats `json:"tools"`
-	Errors      map[string]int       `json:"errors"`
-	Unexpected  int                  `json:"unexpectedErrors"`
-	Before      snapshot             `json:"before"`
-	Peak        snapshot             `json:"peak"`
-	After       snapshot             `json:"after"`
+	Started  time.Time `json:"started"`
+	Duration string    `json:"duration"`
+	Sessions int       `json:"sessions"`
+	Grants   int       `json:"grants"`
+	// The calls of every session (with -hostile: of the ordinary grants,
+	// both phases).
+	phaseReport
+	Before snapshot `json:"before"`
+	Peak   snapshot `json:"peak"`
+	After  snapshot `json:"after"`
 	// SessionsEnded is after every MCP session closed, before the Threads
 	// (executions) are closed; SessionsEndedFDs names its descriptors.
 	SessionsEnded    snapshot       `json:"sessionsEnded"`
@@ -161,8 +159,7 @@ type loadReport struct {
 	Settled          bool           `json:"settled"`
 	SettleTime       string         `json:"settleTime"`
 	// Hostile compares the ordinary grants' calls without and with the
-	// hostile grant (-hostile); nil without it. The fields above then
-	// count the ordinary grants' calls of both phases.
+	// hostile grant (-hostile); nil without it.
 	Hostile *hostileReport `json:"hostile,omitempty"`
 }
 
@@ -207,6 +204,32 @@ func (t *tally) tools() map[string]toolStats {
 		out[tool] = toolStats{Calls: len(d), P50: round(ms(d.p50()), 2), P99: round(ms(d.p99()), 2), Max: round(ms(d.pct(1)), 2)}
 	}
 	return out
+}
+
+// phaseReport is the calls of a phase (with -hostile: the ordinary
+// grants').
+type phaseReport struct {
+	Calls       int64                `json:"calls"`
+	CallsPerSec float64              `json:"callsPerSecond"`
+	Tools       map[string]toolStats `json:"tools"`
+	Errors      map[string]int       `json:"errors"`
+	Unexpected  int                  `json:"unexpectedErrors"`
+	// ServerCPU is the CPU time the server process used in the phase (its
+	// supervisors and commands not included); 0 when not measured.
+	ServerCPU float64 `json:"serverCpuSeconds,omitempty"`
+}
+
+// phase reports the tally as a phase that took elapsed; calls 0 counts
+// the calls recorded.
+func (t *tally) phase(calls int64, elapsed time.Duration) phaseReport {
+	tools := t.tools()
+	if calls == 0 {
+		for _, s := range tools {
+			calls += int64(s.Calls)
+		}
+	}
+	return phaseReport{Calls: calls, CallsPerSec: round(float64(calls)/elapsed.Seconds(), 1), Tools: tools,
+		Errors: t.errors, Unexpected: t.unexpected}
 }
 
 // snapshot is the server's resource use read from /metrics and /proc.
@@ -375,17 +398,19 @@ func TestLoad(t *testing.T) {
 	}()
 
 	all := newTally()
+	var calls int64
 	var elapsed time.Duration
+	cpu := cpuSeconds(srv.PID())
 	if h != nil {
-		rep.Hostile, rep.Calls, elapsed = l.compareHostile(h, all)
+		rep.Hostile, calls, elapsed = l.compareHostile(h, all)
 	} else {
-		rep.Calls, elapsed = l.phase("s", *flagDuration, func(_ int, tool, code string, d time.Duration) { all.record(tool, code, d) })
+		calls, elapsed = l.phase("s", *flagDuration, func(_ int, tool, code string, d time.Duration) { all.record(tool, code, d) })
 	}
 	close(stopSampling)
 	<-sampled
 	rep.Peak = peak
-	rep.CallsPerSec = round(float64(rep.Calls)/elapsed.Seconds(), 1)
-	rep.Tools, rep.Errors, rep.Unexpected = all.tools(), all.errors, all.unexpected
+	rep.phaseReport = all.phase(calls, elapsed)
+	rep.ServerCPU = round(cpuSeconds(srv.PID())-cpu, 1)
 
 	// Every session is closed; drop idle connections. Commands have ended,
 	// but each execution keeps its commands' retained output (spool files)
