@@ -13,7 +13,10 @@
 //   - TestLoad (make load): 200 concurrent sessions over 20 grants doing
 //     mixed read/inspect/exec/patch for a bounded time, then checks that
 //     goroutines, open descriptors and running processes return to their
-//     baseline.
+//     baseline. With -hostile (make load LOAD_HOSTILE=1) one grant fills
+//     its scratch, floods output, holds its command slots and forks
+//     (issue 31), and the others' load runs without and with it in one
+//     process: their p99 per tool, its ratio and their errors.
 //   - TestCrash (make crash): SIGKILLs the server at random points during
 //     apply_patch, exec_command, save_progress and token refresh, restarts
 //     it, and checks files, operation records, the database and processes.
