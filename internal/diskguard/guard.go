@@ -241,13 +241,10 @@ func (g *Guard) Run(ctx context.Context) {
 		} else {
 			g.base = nil
 		}
-		if low := lowest(ws, g.opts.Reserve); low != nil {
-			if g.stopHeaviest(*low, ws) {
-				// Let the stopped writer's end (and its emptied
-				// scratch) show before judging again.
-				next = g.opts.Tick
-			}
-			continue
+		if low := lowest(ws, g.opts.Reserve); low != nil && g.stopHeaviest(*low, ws) {
+			// Let the stopped writer's end (and its emptied scratch)
+			// show before judging again.
+			next = g.opts.Tick
 		}
 		scratchFree := int64(-1)
 		for _, w := range ws {
