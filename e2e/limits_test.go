@@ -21,7 +21,8 @@ import (
 // second, and the container keeps room for processes; its command
 // allocating past its memory limit ends out_of_memory, and nothing else
 // is killed: another grant's running command, the server, its
-// supervisors.
+// supervisors; its command filling its scratch is stopped at the grant's
+// scratch quota (issue 31, item 1) and the scratch emptied.
 func TestComposeLimits(t *testing.T) {
 	dirs := hostDirs(t, "alpha", "beta", "secrets")
 	// The process package's attack scripts: a fork loop (children
@@ -39,7 +40,7 @@ func TestComposeLimits(t *testing.T) {
 	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),
 		files: []string{"compose.yaml", "compose.quick-tunnel.yaml", "deploy/e2e/compose.e2e.yaml"},
 		env: []string{"DEVSPACE_IMAGE=" + image, "DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "DEVSPACE_PROJECT_LABEL=alpha",
-			"E2E_BETA_DIR=" + dirs["beta"], "E2E_OWNER_PASSWORD_FILE=" + pw, "DEVSPACE_MEMORY_LIMIT=2g"}}
+			"E2E_BETA_DIR=" + dirs["beta"], "E2E_OWNER_PASSWORD_FILE=" + pw, "DEVSPACE_MEMORY_LIMIT=2g", "DEVSPACE_SCRATCH_MAX=64MiB"}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := s.run("logs", "--no-color", "--tail", "60", "devspace")
@@ -147,6 +148,27 @@ func TestComposeLimits(t *testing.T) {
 	}
 	waitNoProcess(t, s, "sleep 62")
 
+	// A's command filling its scratch (the /scratch volume) is stopped at
+	// the grant's quota and the scratch emptied, while B works.
+	fill := a.shell("fill", `head -c 1G /dev/zero > "$HOME/fill"; echo survived`, nil)
+	if r := b.shell("b-during-fill", "echo ok", nil); r["output"] != "ok\n" {
+		t.Errorf("another grant's command during the scratch fill: %v", r)
+	}
+	fill = waitEnded(t, a, fill)
+	if fill["status"] != "killed" || fill["killReason"] != "scratch_quota" || strings.Contains(fmt.Sprint(fill["output"]), "survived") {
+		t.Errorf("the scratch fill ended %v, want killed (scratch_quota)", fill)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out := s.must("exec", "-T", "devspace", "sh", "-c", "find /scratch -name fill | wc -l")
+		if strings.TrimSpace(out) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the filled scratch file survives the stop")
+			break
+		}
+	}
+
 	// Nothing else was killed: B's command runs on, the server (never
 	// restarted) and its supervisors start commands of both grants.
 	if r := b.must("read_process_output", map[string]any{"processRef": long["processRef"], "waitMs": 0}); r["status"] != "running" {
@@ -167,7 +189,7 @@ func TestComposeLimits(t *testing.T) {
 	metrics := s.must("exec", "-T", "devspace", "curl", "-sS", "-m", "5", "http://devspace-metrics:7678/metrics")
 	for _, want := range []string{`devspace_process_kills_total{reason="pids_limit"} 1`, `devspace_process_kills_total{reason="out_of_memory"} 1`,
 		`devspace_command_limits_info{budget="cgroup",mechanism="supervisor",rlimit_nproc="all_commands"} 1`,
-		`devspace_command_limit{resource="tasks",scope="command"} 384`} {
+		`devspace_command_limit{resource="tasks",scope="command"} 384`, `devspace_process_kills_total{reason="scratch_quota"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
