@@ -3,19 +3,18 @@ package strictjson_test
 import (
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/devspace-dev/devspace/internal/strictjson"
 )
 
 func ExampleCheck() {
-	type readOutput struct {
-		ProcessID   string `json:"processId"`
-		YieldTimeMs int    `json:"yieldTimeMs,omitempty"`
+	schema, err := strictjson.Compile([]byte(`{"type":"object","properties":{
+		"processId":{"type":"string"},"yieldTimeMs":{"type":"integer"}},"required":["processId"]}`))
+	if err != nil {
+		panic(err)
 	}
-	schema := strictjson.FromType(reflect.TypeFor[readOutput]())
 
-	err := strictjson.Check([]byte(`{"processId":"p1","yield-timeMs":30000}`), schema, strictjson.Options{})
+	err = strictjson.Check([]byte(`{"processId":"p1","yield-timeMs":30000}`), schema, strictjson.Options{})
 	var e *strictjson.Error
 	if errors.As(err, &e) {
 		fmt.Println(e.Reason, e.Path, e.Suggestion)
