@@ -58,7 +58,7 @@ FUZZTIME      ?= 10s
 # Every fuzz target (package:Target); `make fuzz` runs each for FUZZTIME, a
 # duration (10s) or an execution count (10000x, what CI uses: see scripts/fuzz).
 FUZZ_TARGETS  := internal/patch:FuzzParse internal/project:FuzzCleanRel internal/project:FuzzOpen internal/operation:FuzzValidateID \
-	internal/operation:FuzzValidateRawJSONString internal/cursor:FuzzDecode internal/strictjson:FuzzCheck \
+	internal/cursor:FuzzDecode internal/strictjson:FuzzCheck \
 	internal/search:FuzzIgnoreLine internal/oauth:FuzzRegister internal/oauth:FuzzToken internal/oauth:FuzzAuthorize
 
 $(BENCH_TEST): FORCE
