@@ -130,7 +130,7 @@ func BenchmarkProfileUndoRecord(b *testing.B) {
 		}
 		tRecord = append(tRecord, time.Since(t0))
 		t0 = time.Now()
-		_ = patch.RenderDiff(patch.Entry{OpID: "op", Patch: pt.Codex, Result: res})
+		_ = patch.RenderDiff(res)
 		tDiff = append(tDiff, time.Since(t0))
 	}
 	b.ReportMetric(ms(tApply.p50()), "apply-ms")

@@ -107,7 +107,7 @@ func (s *Service) recordPatch(ctx context.Context, w *workspace, req ApplyReques
 			}
 		})
 	}
-	s.record(ctx, w.exec.ID, "patch_applied", patch.Entry{OpID: req.OperationID, Patch: req.Patch, Result: res}, files)
+	s.record(ctx, w.exec.ID, "patch_applied", res, files)
 	wg.Wait()
 }
 

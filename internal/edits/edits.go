@@ -268,9 +268,9 @@ func once[T any](ctx context.Context, s *Service, t Target, tool, operationID st
 
 // record journals a committed change and checkpoints it to the Thread.
 // Failures are logged: the change is committed whatever happens here.
-func (s *Service) record(ctx context.Context, executionID, kind string, entry patch.Entry, files []File) {
+func (s *Service) record(ctx context.Context, executionID, kind string, res *patch.Result, files []File) {
 	list, _ := json.Marshal(files)
-	if _, err := s.opts.Journal.AppendJournal(ctx, executionID, string(list), patch.RenderDiff(entry)); err != nil {
+	if _, err := s.opts.Journal.AppendJournal(ctx, executionID, string(list), patch.RenderDiff(res)); err != nil {
 		s.log.ErrorContext(ctx, "append patch journal", "err", err)
 	}
 	touched := make([]map[string]any, 0, len(files))

@@ -77,7 +77,7 @@ func (s *Service) Undo(ctx context.Context, t Target, req UndoRequest) (*Undone,
 		if req.Redo {
 			kind = "patch_redone"
 		}
-		s.record(ctx, w.exec.ID, kind, patch.Entry{OpID: req.OperationID, Result: res}, out.Files)
+		s.record(ctx, w.exec.ID, kind, res, out.Files)
 		return out, nil
 	})
 	if err != nil {

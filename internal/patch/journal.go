@@ -4,81 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 )
 
-// Journal limits per execution (docs/design.md §9).
-const (
-	MaxJournalOps   = 1000
-	MaxJournalBytes = 64 << 20
-)
-
-// Entry is one successful patch in a Journal.
-type Entry struct {
-	Seq    int     // 1-based position in the journal
-	OpID   string  // the operationId that applied it
-	Patch  string  // the patch text as received
-	Result *Result // what it changed, with before/after contents
-	Bytes  int64   // what the entry counts against MaxJournalBytes
-}
-
-// Journal records an execution's successful patches in memory, for
-// show_changes(apply_patch_history) and undo. The zero value is an empty
-// journal. It is safe for concurrent use; entries and their results must
-// not be modified after Append.
-type Journal struct {
-	mu      sync.Mutex
-	entries []Entry
-	bytes   int64
-}
-
-// Append records a successful patch. It returns ErrJournalFull, leaving
-// the journal unchanged, when the entry would exceed MaxJournalOps or
-// MaxJournalBytes.
-func (j *Journal) Append(opID string, res *Result, patchText string) error {
+// RenderDiff renders what an applied patch changed as a unified diff
+// (three lines of context), one file after another, for the execution's
+// journal that show_changes reads. A nil res renders as "".
+func RenderDiff(res *Result) string {
 	if res == nil {
-		return fmt.Errorf("journal: nil result")
-	}
-	size := int64(len(patchText) + len(opID))
-	for _, f := range res.Files {
-		size += int64(len(f.BeforeContent) + len(f.AfterContent) + len(f.ReplacedContent) + len(f.Path) + len(f.MovedFrom))
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if len(j.entries) >= MaxJournalOps {
-		return fmt.Errorf("%w: %d patches recorded", ErrJournalFull, len(j.entries))
-	}
-	if j.bytes+size > MaxJournalBytes {
-		return fmt.Errorf("%w: %d bytes recorded", ErrJournalFull, j.bytes)
-	}
-	j.entries = append(j.entries, Entry{Seq: len(j.entries) + 1, OpID: opID, Patch: patchText, Result: res, Bytes: size})
-	j.bytes += size
-	return nil
-}
-
-// Entries returns the recorded entries, oldest first. The slice is a
-// copy; the entries share their results with the journal.
-func (j *Journal) Entries() []Entry {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return append([]Entry(nil), j.entries...)
-}
-
-// Bytes returns what the journal counts against MaxJournalBytes.
-func (j *Journal) Bytes() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.bytes
-}
-
-// RenderDiff renders an entry as a unified diff (three lines of
-// context), one file after another, for show_changes.
-func RenderDiff(e Entry) string {
-	if e.Result == nil {
 		return ""
 	}
 	var b strings.Builder
-	for _, f := range e.Result.Files {
+	for _, f := range res.Files {
 		renderFile(&b, f)
 	}
 	return b.String()

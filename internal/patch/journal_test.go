@@ -1,7 +1,6 @@
 package patch
 
 import (
-	"errors"
 	"math/rand"
 	"strings"
 	"testing"
@@ -9,7 +8,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-func TestJournalRenderDiff(t *testing.T) {
+func TestRenderDiff(t *testing.T) {
 	dir := t.TempDir()
 	testutil.WriteTree(t, dir, map[string]testutil.File{
 		"a.txt":    {Content: "one\ntwo\nthree\n"},
@@ -41,14 +40,6 @@ func TestJournalRenderDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var j Journal
-	if err := j.Append("op-1", res, text); err != nil {
-		t.Fatal(err)
-	}
-	entries := j.Entries()
-	if len(entries) != 1 || entries[0].OpID != "op-1" || entries[0].Seq != 1 || entries[0].Patch != text {
-		t.Fatalf("entries = %+v", entries)
-	}
 	want := `--- a/a.txt
 +++ b/a.txt
 @@ -1,3 +1,3 @@
@@ -79,36 +70,8 @@ rename to new/name.txt
 -q
 +r
 `
-	if got := RenderDiff(entries[0]); got != want {
+	if got := RenderDiff(res); got != want {
 		t.Errorf("RenderDiff:\n%s\nwant:\n%s", got, want)
-	}
-}
-
-func TestJournalLimits(t *testing.T) {
-	var j Journal
-	small := &Result{Files: []FileResult{{Path: "a", Action: ActionAdd, AfterContent: []byte("x")}}}
-	for i := 0; i < MaxJournalOps; i++ {
-		if err := j.Append("op", small, "p"); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
-	if err := j.Append("op", small, "p"); !errors.Is(err, ErrJournalFull) {
-		t.Fatalf("append past the op limit: %v", err)
-	}
-	if n := len(j.Entries()); n != MaxJournalOps {
-		t.Errorf("entries = %d", n)
-	}
-
-	var k Journal
-	big := &Result{Files: []FileResult{{Path: "b", Action: ActionUpdate, BeforeContent: make([]byte, MaxJournalBytes/2), AfterContent: make([]byte, MaxJournalBytes/2-100)}}}
-	if err := k.Append("op-big", big, "p"); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Append("op-2", &Result{Files: []FileResult{{Path: "c", AfterContent: make([]byte, 200)}}}, "p"); !errors.Is(err, ErrJournalFull) {
-		t.Fatalf("append past the byte limit: %v", err)
-	}
-	if k.Bytes() > MaxJournalBytes || len(k.Entries()) != 1 {
-		t.Errorf("journal changed by a refused append: %d bytes, %d entries", k.Bytes(), len(k.Entries()))
 	}
 }
 
@@ -175,7 +138,7 @@ func TestJournalKeepsNoSensitiveContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	diff := RenderDiff(Entry{OpID: "op-1", Patch: secretsPatch, Result: res})
+	diff := RenderDiff(res)
 	if testutil.HoldsSecret([]byte(diff), secretMarker) {
 		t.Errorf("the journal diff holds a secret:\n%s", diff)
 	}

@@ -90,9 +90,6 @@ var (
 	// ErrRollbackIncomplete is joined to the cause when a failed commit
 	// could not restore every file: the tree may be partly patched.
 	ErrRollbackIncomplete = errors.New("rollback incomplete")
-	// ErrJournalFull: the execution's journal holds MaxJournalOps entries
-	// or MaxJournalBytes; open a new context.
-	ErrJournalFull = errors.New("patch journal full")
 )
 
 // ParseError locates a syntax error in the patch text.
@@ -192,18 +189,6 @@ const (
 	Delete
 	Update
 )
-
-func (k Kind) String() string {
-	switch k {
-	case Add:
-		return "add"
-	case Delete:
-		return "delete"
-	case Update:
-		return "update"
-	}
-	return "unknown"
-}
 
 // Patch is a parsed patch. It holds substrings of the text given to
 // Parse; its memory is bounded by the limits above.
