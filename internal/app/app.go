@@ -261,7 +261,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	patches := edits.New(eopts)
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Operations: ops, Locks: locks, GitConfine: gitConfine,
+		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Locks: locks, GitConfine: gitConfine,
 		Tasks:       tasks.New(st, ops),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),

@@ -88,7 +88,7 @@ func TestInstructionsDelta200Paths(t *testing.T) {
 	var want []DeltaFile
 	seen := map[string]bool{}
 	for _, p := range paths {
-		files, err := finder.ForPath(ctx, p)
+		files, err := finder.Batch().ForPath(ctx, p)
 		if err != nil {
 			continue
 		}

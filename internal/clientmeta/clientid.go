@@ -9,18 +9,13 @@ import (
 // maxClientIDLen bounds the client_id URL, matching common URL limits.
 const maxClientIDLen = 2048
 
-// IsMetadataClientID reports whether id looks like a metadata-document client
-// ID: the https scheme (lowercase), a host, a path other than "/", no
-// fragment, no userinfo, no "." or ".." segments (also percent-encoded), and
-// at most 2048 bytes of printable ASCII. A query is allowed, as the draft
-// permits. It does not look at where the host resolves; Fetch does that.
-func IsMetadataClientID(id string) bool {
-	_, err := parseClientID(id, false)
-	return err == nil
-}
-
-// parseClientID validates id as above. With allowLoopbackHTTP it also
-// accepts http:// when the host is a loopback name or address (tests only).
+// parseClientID validates id as a metadata-document client ID: the https
+// scheme (lowercase), a host, a path other than "/", no fragment, no
+// userinfo, no "." or ".." segments (also percent-encoded), and at most
+// 2048 bytes of printable ASCII. A query is allowed, as the draft permits.
+// It does not look at where the host resolves; Fetch does that. With
+// allowLoopbackHTTP it also accepts http:// when the host is a loopback
+// name or address (tests only).
 func parseClientID(id string, allowLoopbackHTTP bool) (*url.URL, error) {
 	invalid := func(reason string) error { return newError(ErrInvalidClientID, reason, nil) }
 	if id == "" {
@@ -115,8 +110,8 @@ func isLoopbackHost(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// Accepts reports whether this Fetcher would try id: IsMetadataClientID,
-// widened to loopback hosts when the Fetcher was built with AllowLoopback.
+// Accepts reports whether this Fetcher would try id: whether id looks like
+// a metadata-document client ID (see parseClientID), widened to loopback hosts when the Fetcher was built with AllowLoopback.
 func (f *Fetcher) Accepts(id string) bool {
 	_, err := parseClientID(id, f.allowLoopback)
 	return err == nil

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestIsMetadataClientID(t *testing.T) {
+func TestParseClientID(t *testing.T) {
 	long := "https://example.com/" + strings.Repeat("a", maxClientIDLen-len("https://example.com/"))
 	tests := []struct {
 		name string
@@ -54,8 +54,8 @@ func TestIsMetadataClientID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsMetadataClientID(tt.id); got != tt.want {
-				t.Errorf("IsMetadataClientID(%q) = %v, want %v", tt.id, got, tt.want)
+			if _, err := parseClientID(tt.id, false); (err == nil) != tt.want {
+				t.Errorf("parseClientID(%q) = %v, want ok=%v", tt.id, err, tt.want)
 			}
 		})
 	}

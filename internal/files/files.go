@@ -41,11 +41,9 @@ package files
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"sync"
@@ -384,39 +382,6 @@ func (r *Reader) Stat(ctx context.Context, root *os.Root, rel string) (*Version,
 		return nil, fmt.Errorf("files: stat %q: %w", clean, project.Scrub(err))
 	}
 	return &p.version, nil
-}
-
-// Stat is Reader.Stat with the default limits.
-func Stat(ctx context.Context, root *os.Root, rel string) (*Version, error) {
-	return NewReader(Limits{}).Stat(ctx, root, rel)
-}
-
-// HashFile reads r to the end and returns "sha256:<hex>" of its bytes and
-// their count. It streams with a fixed buffer and checks ctx between chunks.
-func HashFile(ctx context.Context, r io.Reader) (string, int64, error) {
-	h := sha256.New()
-	buf := make([]byte, chunkBytes)
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", n, err
-		}
-		m, err := r.Read(buf)
-		h.Write(buf[:m])
-		n += int64(m)
-		if errors.Is(err, io.EOF) {
-			return formatHash(h.Sum(nil)), n, nil
-		}
-		if err != nil {
-			return "", n, project.Scrub(err)
-		}
-	}
-}
-
-// HashBytes returns "sha256:<hex>" of b.
-func HashBytes(b []byte) string {
-	s := sha256.Sum256(b)
-	return formatHash(s[:])
 }
 
 func formatHash(sum []byte) string { return "sha256:" + hex.EncodeToString(sum) }

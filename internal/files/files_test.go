@@ -635,7 +635,7 @@ func TestReadConcurrentWriter(t *testing.T) {
 				if it.Binary || it.Truncated {
 					t.Fatalf("unexpected item %+v", it)
 				}
-				if got := HashBytes([]byte(it.Content)); got != it.Version.ContentHash {
+				if got := hashBytes([]byte(it.Content)); got != it.Version.ContentHash {
 					t.Fatalf("hash %s does not match the returned content (%d bytes, size %d)", it.Version.ContentHash, len(it.Content), it.Size)
 				}
 				if int64(len(it.Content)) != it.Size {
@@ -821,7 +821,8 @@ func TestStat(t *testing.T) {
 	e.write(t, "sub/x", "x\n")
 	e.symlink(t, "../elsewhere/secret.txt", "out")
 	ctx := context.Background()
-	v, err := Stat(ctx, e.root, "./f")
+	r := NewReader(Limits{})
+	v, err := r.Stat(ctx, e.root, "./f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -831,7 +832,7 @@ func TestStat(t *testing.T) {
 	if got := e.read(t, NewReader(Limits{}), false, Request{Path: "f"})[0].Version; !cmp.Equal(v, got) {
 		t.Errorf("Read version %+v, Stat %+v", got, v)
 	}
-	if v, err := Stat(ctx, e.root, ".env"); err != nil || v.ContentHash != e.version(t, ".env").ContentHash {
+	if v, err := r.Stat(ctx, e.root, ".env"); err != nil || v.ContentHash != e.version(t, ".env").ContentHash {
 		t.Errorf("Stat .env = %v, %v (sensitive files are not refused)", v, err)
 	}
 	tests := []struct {
@@ -846,7 +847,7 @@ func TestStat(t *testing.T) {
 		{"sub", ErrIsDirectory},
 	}
 	for _, tt := range tests {
-		_, err := Stat(ctx, e.root, tt.rel)
+		_, err := r.Stat(ctx, e.root, tt.rel)
 		if !errors.Is(err, tt.want) {
 			t.Errorf("Stat(%q) = %v, want %v", tt.rel, err, tt.want)
 		}
@@ -856,20 +857,9 @@ func TestStat(t *testing.T) {
 	}
 }
 
-func TestHashFile(t *testing.T) {
-	for _, n := range []int{0, 1, chunkBytes - 1, chunkBytes, 3*chunkBytes + 7} {
-		data := []byte(strings.Repeat("z", n))
-		got, size, err := HashFile(context.Background(), strings.NewReader(string(data)))
-		want := fmt.Sprintf("sha256:%x", sha256.Sum256(data))
-		if err != nil || got != want || size != int64(n) || HashBytes(data) != want {
-			t.Errorf("HashFile(%d bytes) = %s, %d, %v; want %s", n, got, size, err, want)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, _, err := HashFile(ctx, zeros{}); !errors.Is(err, context.Canceled) {
-		t.Errorf("canceled: %v", err)
-	}
+// hashBytes is how a Version's ContentHash is spelled: "sha256:<hex>".
+func hashBytes(b []byte) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }
 
 func TestUTF8Stream(t *testing.T) {

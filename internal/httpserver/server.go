@@ -14,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -361,18 +360,3 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
-
-// loopbackHost reports whether a listen address is loopback-only.
-func loopbackHost(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-var _ = loopbackHost

@@ -27,7 +27,7 @@ const readDirChunk = 256
 // maxNameBytes is the longest fallback name New accepts (NAME_MAX on Linux).
 const maxNameBytes = 255
 
-// ErrBadPath is returned, wrapped, by Finder.ForPath when its argument is not
+// ErrBadPath is returned, wrapped, by Batch.ForPath when its argument is not
 // a clean Project-relative path: empty, absolute, with "." (other than the
 // whole path), ".." or empty elements, a trailing slash, a NUL byte or
 // invalid UTF-8. The instructions package owns it; the tool edge maps it to
@@ -113,30 +113,16 @@ func (f *Finder) Root(ctx context.Context) (*Set, error) {
 	return NewSet([]File{file}, f.pageBytes), nil
 }
 
-// ForPath returns the nested instruction files that apply to the
-// Project-relative path rel, outermost first: the file each directory from
-// the root (excluded; see Root) down to rel's parent contributes, and also
-// rel's own when rel is a directory. rel need not exist (a file about to be
-// created). Directories that do not exist, are not directories or cannot be
-// opened inside the root contribute nothing. With no files it returns an
-// empty, non-nil slice.
-//
-// rel must be slash-separated and clean (see ErrBadPath); "." means the root
-// itself and yields no files.
-func (f *Finder) ForPath(ctx context.Context, rel string) ([]File, error) {
-	return f.forPath(ctx, rel, f.chooseIn)
-}
-
 // Batch returns a Batch for the paths of one call (a tool call touching
 // many files).
 func (f *Finder) Batch() *Batch {
 	return &Batch{f: f, dirs: map[string]choice{}}
 }
 
-// Batch answers ForPath for many paths, listing each directory and
-// reading the file it contributes at most once: the work grows with the
-// distinct directories, not with the paths (200 files of a patch usually
-// share a handful). What a directory contributes is read at its first
+// Batch answers ForPath for the many paths of one call, listing each
+// directory and reading the file it contributes at most once: the work
+// grows with the distinct directories, not with the paths (200 files of a
+// patch usually share a handful). What a directory contributes is read at its first
 // use and then remembered for the Batch's life, so a Batch must not
 // outlive the call it serves; failures are not remembered. Get one from
 // Finder.Batch (the zero value is not usable). A Batch is not safe for
@@ -151,8 +137,17 @@ type choice struct {
 	ok   bool
 }
 
-// ForPath returns what Finder.ForPath returns for rel, except that
-// directories already looked at by this Batch are not read again.
+// ForPath returns the nested instruction files that apply to the
+// Project-relative path rel, outermost first: the file each directory from
+// the root (excluded; see Root) down to rel's parent contributes, and also
+// rel's own when rel is a directory. rel need not exist (a file about to be
+// created). Directories that do not exist, are not directories or cannot be
+// opened inside the root contribute nothing. With no files it returns an
+// empty, non-nil slice.
+//
+// rel must be slash-separated and clean (see ErrBadPath); "." means the root
+// itself and yields no files. Directories already looked at by this Batch
+// are not read again.
 func (b *Batch) ForPath(ctx context.Context, rel string) ([]File, error) {
 	return b.f.forPath(ctx, rel, b.chooseIn)
 }

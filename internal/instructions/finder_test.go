@@ -14,6 +14,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// ForPath is Batch.ForPath reading every directory afresh, the reference
+// the Batch tests compare against.
+func (f *Finder) ForPath(ctx context.Context, rel string) ([]File, error) {
+	return f.forPath(ctx, rel, f.chooseIn)
+}
+
 // env is a temp dir holding a Project root ("proj") and a sibling directory
 // outside it ("outside").
 type env struct {

@@ -42,26 +42,6 @@ type instructionFile struct {
 	Content string `json:"content"`
 }
 
-type instructionsView struct {
-	Content    string            `json:"content"`
-	Files      []instructionFile `json:"files"`
-	Page       int               `json:"page"`
-	PageCount  int               `json:"pageCount"`
-	NextCursor string            `json:"nextCursor"`
-}
-
-type openView struct {
-	Label        string            `json:"label"`
-	Instructions *instructionsView `json:"instructions"`
-	Checkpoint   *struct {
-		UntrustedSummary struct {
-			Title    string `json:"title"`
-			Progress string `json:"progress"`
-		} `json:"untrustedSummary"`
-		ServerObserved any `json:"serverObserved"`
-	} `json:"checkpoint"`
-}
-
 type fileItem struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`

@@ -25,7 +25,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -44,14 +43,13 @@ const principalKey = "devspace/principal"
 
 // Options configure the MCP server. All fields are required unless noted.
 type Options struct {
-	OAuth      *oauth.Server
-	Bindings   *binding.Service
-	Operations *operation.Service
-	Locks      *rootlock.Locks
-	Tasks      *tasks.Service
-	Skills     *skills.Catalog
-	Widgets    string // DEVSPACE_WIDGETS: full, changes or off
-	Store      *store.Store
+	OAuth    *oauth.Server
+	Bindings *binding.Service
+	Locks    *rootlock.Locks
+	Tasks    *tasks.Service
+	Skills   *skills.Catalog
+	Widgets  string // DEVSPACE_WIDGETS: full, changes or off
+	Store    *store.Store
 	// Commands runs the process tools; nil, or one that cannot run
 	// commands, leaves them unregistered.
 	Commands *commands.Service

@@ -48,13 +48,6 @@ func (t *tombstones) raiseFloor(floor int64) {
 	t.epochFloor = max(t.epochFloor, floor)
 }
 
-// floor is the lowest global epoch still in force ("0": none set).
-func (t *tombstones) floor() int64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.epochFloor
-}
-
 // Retry bounds of an unrecorded revocation's write.
 const (
 	recordRetryFirst = time.Second

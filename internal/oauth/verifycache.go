@@ -72,13 +72,6 @@ func (c *verifyCache) put(hash string, gen uint64, p *Principal, grantExpires ti
 	c.entries[hash] = cachedToken{p: *p.clone(), grantExpires: grantExpires}
 }
 
-// len returns the number of entries (tests).
-func (c *verifyCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.entries)
-}
-
 // reached reports whether the instant t (zero: never) is at or before now,
 // the same test Verify applies to the stored rows.
 func reached(t, now time.Time) bool {

@@ -310,3 +310,10 @@ func TestVerifyCacheUnit(t *testing.T) {
 		t.Fatal("a caller changed the cached principal")
 	}
 }
+
+// len returns the number of entries.
+func (c *verifyCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}

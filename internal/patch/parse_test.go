@@ -284,3 +284,16 @@ func TestPaths(t *testing.T) {
 		t.Errorf("Paths() = %v, want %v", got, want)
 	}
 }
+
+// String names k in the test views.
+func (k Kind) String() string {
+	switch k {
+	case Add:
+		return "add"
+	case Delete:
+		return "delete"
+	case Update:
+		return "update"
+	}
+	return "unknown"
+}

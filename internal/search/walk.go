@@ -14,11 +14,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
-// readDirChunk is how many entries the portable readDirents asks for at a
-// time, so a huge directory is cut at the walk budget rather than read
-// whole.
-const readDirChunk = 1024
-
 // dirHandle is an open directory shared by the walk and the grep workers
 // reading its files. Its entries are opened by name from its descriptor,
 // never through a symlink (project.OpenAt), so what the walk saw as a file
