@@ -185,8 +185,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		scopes = offeredScopes(cfg.OAuthScopes, sandboxState, log)
 		sandboxMetric(m, sandboxState)
 	}
-	var fetcher oauth.MetadataFetcher
-	fetcher = metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
+	fetcher := metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
 		HTTPClient: httpClient(opts.MetadataHTTPClient), Now: opts.Now})}
 	ops := operation.New(st, operation.Options{Now: opts.Now})
 	cursors := cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now})

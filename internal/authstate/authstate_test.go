@@ -137,7 +137,7 @@ func TestInitInvalid(t *testing.T) {
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("Init error = %v, want %v", err, tt.wantErr)
 			}
-			if tt.opts.Password != nil && len(tt.opts.Password) > 0 && strings.Contains(err.Error(), string(tt.opts.Password)) {
+			if len(tt.opts.Password) > 0 && strings.Contains(err.Error(), string(tt.opts.Password)) {
 				t.Errorf("error %q contains the password", err)
 			}
 			if _, err := os.Stat(filepath.Join(dir, FileName)); err == nil {

@@ -141,7 +141,9 @@ func TestExecCommandThroughMCP(t *testing.T) {
 	if sc["status"] != "running" {
 		t.Fatalf("cat: %v", sc)
 	}
-	sc, _ = callTool(t, cs, "write_stdin", map[string]any{"operationId": "w1", "processRef": ref, "chars": "hello stdin\n"}, me)
+	if sc, _ := callTool(t, cs, "write_stdin", map[string]any{"operationId": "w1", "processRef": ref, "chars": "hello stdin\n"}, me); errCode(sc) != "" {
+		t.Fatalf("write_stdin: %v", sc)
+	}
 	live, _ := callTool(t, cs, "read_process_output", map[string]any{"processRef": ref, "waitMs": 3000}, me)
 	if !strings.Contains(live["output"].(string), "hello stdin") {
 		t.Fatalf("live output: %v", live)

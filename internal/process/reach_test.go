@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -363,7 +362,12 @@ c=socket.socket(socket.AF_UNIX); c.connect("/tmp/own.sock"); print("connected")'
 // allowed.
 func TestSandboxReachOrdinaryWork(t *testing.T) {
 	port, hits := loopbackTCP(t, "tcp")
-	goroot := runtime.GOROOT()
+	// go test puts its toolchain's bin first on PATH.
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	goroot := strings.TrimSpace(string(out))
 	a := newAppliance(t, Options{Sandbox: SandboxOptions{ReadPaths: []string{goroot}}})
 	cmds := []string{
 		// A toolchain with its caches under $HOME (host mode).

@@ -41,13 +41,11 @@ func TestReserve(t *testing.T) {
 	t.Run("back-off counts attempts, not completions", func(t *testing.T) {
 		clk := newFakeClock()
 		l := New(Options{Free: 2, Base: time.Second, MaxInFlight: 100, Now: clk.Now})
-		var dones []func(bool)
 		for i := range 3 {
 			done, _, ok := l.Reserve("k"+string(rune('a'+i)), "client")
 			if !ok {
 				t.Fatalf("attempt %d refused", i+1)
 			}
-			dones = append(dones, done)
 			done(false) // finished, but even unfinished ones count
 		}
 		if _, wait, ok := l.Reserve("kz", "client"); ok || wait != time.Second {

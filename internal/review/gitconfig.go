@@ -30,9 +30,7 @@ func parseConfig(data []byte) ([]configEntry, error) {
 		return nil, errors.New("NUL byte in configuration")
 	}
 	p := &configParser{s: strings.ReplaceAll(string(data), "\r\n", "\n")}
-	if strings.HasPrefix(p.s, "\xef\xbb\xbf") {
-		p.s = p.s[3:] // Git skips a UTF-8 BOM
-	}
+	p.s = strings.TrimPrefix(p.s, "\xef\xbb\xbf") // Git skips a UTF-8 BOM
 	var out []configEntry
 	var section, subsection string // Git accepts variables before any section, with none
 	for {

@@ -124,7 +124,7 @@ func (c *checker) checkString(s *Schema, v []byte) error {
 
 // checkNumber applies s's number constraints to the number text num.
 func (c *checker) checkNumber(s *Schema, num []byte) error {
-	integral := bytes.IndexAny(num, ".eE") < 0
+	integral := !bytes.ContainsAny(num, ".eE")
 	if !integral && s.Kinds != 0 && s.Kinds&KindNumber == 0 {
 		return c.fail(ReasonWrongType, "must be "+s.Kinds.String())
 	}
