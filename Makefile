@@ -78,7 +78,7 @@ CRASH_ALLOW   ?=
 FUZZTIME      ?= 10s
 # Every fuzz target (package:Target); `make fuzz` runs each for FUZZTIME, a
 # duration (10s) or an execution count (10000x, what CI uses: see scripts/fuzz).
-FUZZ_TARGETS  := internal/patch:FuzzParse internal/project:FuzzCleanRel internal/project:FuzzOpen internal/operation:FuzzValidateID \
+FUZZ_TARGETS  := internal/patch:FuzzParse internal/project:FuzzCleanRel internal/project:FuzzOpen internal/idempotency:FuzzValidateID \
 	internal/cursor:FuzzDecode internal/strictjson:FuzzCheck \
 	internal/search:FuzzIgnoreLine internal/oauth:FuzzRegister internal/oauth:FuzzToken internal/oauth:FuzzAuthorize
 

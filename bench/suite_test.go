@@ -22,7 +22,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/search"
@@ -690,7 +690,7 @@ func patchLibRow(t *testing.T, rounds int) row {
 //
 //   - commit: store.CompleteOperation, the statement that commits a
 //     recorded operation, next to one raw INSERT of such a row;
-//   - lifecycle: operation.Service.Do (reserve, a no-op effect, commit)
+//   - lifecycle: idempotency.Service.Do (reserve, a no-op effect, commit)
 //     next to the same two statements written raw (INSERT, UPDATE);
 //   - and, for the record, Do next to the single raw INSERT.
 func sqliteRows(t *testing.T, rounds int) []row {
@@ -700,7 +700,7 @@ func sqliteRows(t *testing.T, rounds int) []row {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ops := operation.New(st, operation.Options{})
+	ops := idempotency.New(st, idempotency.Options{})
 	dsn := "file:" + filepath.Join(dir, store.FileName) + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	gdb, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
@@ -711,12 +711,12 @@ func sqliteRows(t *testing.T, rounds int) []row {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	hash, _ := operation.HashRequest(map[string]any{"patch": "x"})
+	hash, _ := idempotency.HashRequest(map[string]any{"patch": "x"})
 	result := []byte(`{"files":[{"path":"a.go","action":"update","added":1,"removed":1}]}`)
 	ctx := context.Background()
 	var n int
-	key := func(i int) operation.Key {
-		return operation.Key{GrantID: "grt_bench", ExecutionID: "exe_bench", Tool: "apply_patch", OperationID: fmt.Sprintf("op-%d", i)}
+	key := func(i int) idempotency.Key {
+		return idempotency.Key{GrantID: "grt_bench", ExecutionID: "exe_bench", Tool: "apply_patch", OperationID: fmt.Sprintf("op-%d", i)}
 	}
 	do := func() {
 		n++

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/clientmeta"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/config"
@@ -25,16 +24,16 @@ import (
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/httpserver"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/mcpserver"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/sandbox"
@@ -57,8 +56,8 @@ const (
 
 // The commands service is what executions own besides their records.
 var (
-	_ binding.Resources     = (*commands.Service)(nil)
-	_ commands.Checkpointer = (*binding.Activity)(nil)
+	_ executions.Resources  = (*commands.Service)(nil)
+	_ commands.Checkpointer = (*executions.Activity)(nil)
 )
 
 // Options are test and embedding hooks; the zero value is production.
@@ -93,9 +92,9 @@ type App struct {
 	catalog     *project.Catalog
 	metrics     *metrics.Metrics
 	oauth       *oauth.Server
-	bindings    *binding.Service
+	bindings    *executions.Service
 	procs       *process.Manager
-	outputs     *retention.Retention
+	outputs     *commands.OutputRecords
 	disk        *diskguard.Guard // nil when no command can run
 	snapshots   *undo.Store
 	commands    *commands.Service
@@ -187,7 +186,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	fetcher := metadataFetcher{clientmeta.New(clientmeta.Options{AllowLoopback: opts.AllowLoopbackMetadata,
 		HTTPClient: httpClient(opts.MetadataHTTPClient), Now: opts.Now})}
-	ops := operation.New(st, operation.Options{Now: opts.Now})
+	ops := idempotency.New(st, idempotency.Options{Now: opts.Now})
 	cursors := cursor.New(auth.Derive(purposeCursor), cursor.Options{Now: opts.Now})
 	locks := rootlock.New()
 	// Commands, their output and undo snapshots exist before binding, which
@@ -209,7 +208,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	activity := binding.NewActivity(st, log)
+	activity := executions.NewActivity(st, log)
 	copts := commands.Options{Processes: a.procs, Outputs: a.outputs, Undo: a.snapshots,
 		Locks: locks, Operations: ops, Cursors: cursors, Checkpoints: activity, HostEnv: os.Environ(), Logger: log}
 	if a.disk != nil {
@@ -219,7 +218,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	m.GaugeFunc("command_slots_grant_max", fmt.Sprintf("Command slots the grant holding the most holds with live commands (a grant's share: %d).", commands.MaxPerGrant), func() float64 {
 		return float64(a.commands.SlotsGrantMax())
 	})
-	a.bindings = binding.New(binding.Options{Store: st, Catalog: catalog, Operations: ops, Cursors: cursors,
+	a.bindings = executions.New(executions.Options{Store: st, Catalog: catalog, Operations: ops, Cursors: cursors,
 		FingerKey: auth.Derive(purposeRootFinger), Fallbacks: cfg.InstructionFallbacks, Logger: log, Worktrees: worktrees,
 		Resources: a.commands, Activity: activity})
 	if err := a.bindings.CloseRemovedProjects(ctx); err != nil {
@@ -227,7 +226,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, fmt.Errorf("close executions of removed projects: %w", err)
 	}
 	// The authorization server comes after binding: revoking a grant
-	// closes its executions (binding.CloseGrants) on one explicit path.
+	// closes its executions (executions.CloseGrants) on one explicit path.
 	a.oauth = oauth.New(oauth.Options{
 		Issuer: cfg.Issuer(), Resource: cfg.Resource(), Scopes: scopes,
 		AllowedRedirectHosts: cfg.OAuthAllowedRedirectHosts,

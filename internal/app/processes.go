@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -167,8 +167,8 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 // newRetention reconciles the output a previous run left and exports
 // output_bytes_retained, what the grant holding the most holds of it, and
 // a grant's share.
-func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, log *slog.Logger, m *metrics.Metrics) (*retention.Retention, error) {
-	r, err := retention.New(ctx, retention.Options{Store: st, Spool: procs, Logger: log, Metrics: m})
+func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, log *slog.Logger, m *metrics.Metrics) (*commands.OutputRecords, error) {
+	r, err := commands.NewOutputRecords(ctx, commands.OutputRecordsOptions{Store: st, Spool: procs, Logger: log, Metrics: m})
 	if err != nil {
 		return nil, err
 	}

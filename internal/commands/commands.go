@@ -21,9 +21,8 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -93,14 +92,14 @@ type Options struct {
 	Processes *process.Manager
 	// Outputs keeps finished commands' output; nil keeps it in memory
 	// until its execution closes.
-	Outputs *retention.Retention
+	Outputs *OutputRecords
 	// Undo holds the executions' undo snapshots, deleted when they close;
 	// nil means there are none.
 	Undo *undo.Store
 	// Locks, Operations, Cursors and Checkpoints are required when
 	// Processes is set.
 	Locks       *rootlock.Locks
-	Operations  *operation.Service
+	Operations  *idempotency.Service
 	Cursors     *cursor.Codec
 	Checkpoints Checkpointer
 	// Disk refuses a new command while the disk it would write is low
@@ -144,7 +143,7 @@ func (s *Service) Sandbox() process.SandboxState { return s.opts.Processes.Sandb
 // is alive (also when the main process already exited but descendants
 // live on) and returns how many it reached. What SIGINT leaves alive is
 // killed shortly after (process.Process.Interrupt). It never fails; the
-// error is for binding.Resources.
+// error is for executions.Resources.
 func (s *Service) Interrupt(_ context.Context, executionID string) (int, error) {
 	n := 0
 	for _, e := range s.table.ofExec(executionID) {

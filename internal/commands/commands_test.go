@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) {
 type rig struct {
 	svc     *commands.Service
 	procs   *process.Manager
-	outputs *retention.Retention
+	outputs *commands.OutputRecords
 	locks   *rootlock.Locks
 	undo    *undo.Store
 	root    *os.Root
@@ -83,7 +82,7 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.procs = procs
-	outputs, err := retention.New(ctx, retention.Options{Store: st, Spool: procs})
+	outputs, err := commands.NewOutputRecords(ctx, commands.OutputRecordsOptions{Store: st, Spool: procs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +94,8 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.svc = commands.New(commands.Options{Processes: procs, Outputs: outputs, Undo: r.undo, Locks: r.locks,
-		Operations: operation.New(st, operation.Options{}), Cursors: cursor.New([]byte("commands-test-key-commands-test-key"), cursor.Options{}),
-		Checkpoints: binding.NewActivity(st, nil), HostEnv: os.Environ()})
+		Operations: idempotency.New(st, idempotency.Options{}), Cursors: cursor.New([]byte("commands-test-key-commands-test-key"), cursor.Options{}),
+		Checkpoints: executions.NewActivity(st, nil), HostEnv: os.Environ()})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

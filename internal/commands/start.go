@@ -11,11 +11,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/secret"
 )
@@ -101,7 +100,7 @@ type storedStart struct {
 
 // Start runs a command in the execution's Project, once per operationId:
 // an identical retry replays the first call's command (View.Replayed), a
-// different request under the same operationId is operation.ErrConflict.
+// different request under the same operationId is idempotency.ErrConflict.
 // It waits up to about 2 s for the command to end, then reports its state
 // with its output inline (head and tail when long).
 //
@@ -114,27 +113,27 @@ type storedStart struct {
 // process.ErrSandboxUnavailable, process.ErrClosed from the manager;
 // operation errors; a *secret.Error when the command holds a literal
 // credential (nothing is recorded then). Errors of a command that did not
-// start wrap operation.ErrNotStarted.
+// start wrap idempotency.ErrNotStarted.
 func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 	if err := req.Command.checkSecrets(); err != nil {
-		return View{}, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
 	dir, err := workingDir(req.Project, req.Command.WorkingDirectory)
 	if err != nil {
 		return View{}, err
 	}
-	hash, err := operation.HashRequest(req.Command)
+	hash, err := idempotency.HashRequest(req.Command)
 	if err != nil {
 		return View{}, err
 	}
 	// Before the operation's record, which the low disk may refuse too.
 	if s.opts.Disk != nil {
 		if err := s.opts.Disk.CheckCommand(req.Project.Path, req.Sandbox != SandboxReadOnly); err != nil {
-			return View{}, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+			return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 	}
 	o := req.Owner
-	key := operation.Key{GrantID: o.GrantID, ExecutionID: o.ExecutionID, Tool: "exec_command", OperationID: req.Command.OperationID}
+	key := idempotency.Key{GrantID: o.GrantID, ExecutionID: o.ExecutionID, Tool: "exec_command", OperationID: req.Command.OperationID}
 	var started *entry
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		e, err := s.start(ctx, req, dir)
@@ -177,12 +176,12 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 }
 
 // start is the effect of Start: the command started, recorded and in the
-// table. Its errors wrap operation.ErrNotStarted unless the command ran.
+// table. Its errors wrap idempotency.ErrNotStarted unless the command ran.
 func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
 	proj, cmd := req.Project, req.Command
 	release, err := s.table.reserve(req.Owner.GrantID, proj.Ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
 	defer release()
 	// A command that cannot write the Project holds no patch back.
@@ -192,7 +191,7 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	}
 	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, leaseMode, lockWait)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
@@ -213,7 +212,7 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	p, err := s.opts.Processes.Start(ctx, o.ExecutionID, spec)
 	if err != nil {
 		lease.Release()
-		return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
 	mode := "direct"
 	if cmd.Shell {
@@ -225,7 +224,7 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	// crash every ref the model was given reads back (as killed).
 	recorded := false
 	if s.opts.Outputs != nil {
-		if err := s.opts.Outputs.Started(context.WithoutCancel(ctx), &retention.Record{OutputRef: e.outputRef, ProcessRef: e.ref,
+		if err := s.opts.Outputs.Started(context.WithoutCancel(ctx), &OutputRecord{OutputRef: e.outputRef, ProcessRef: e.ref,
 			SpoolID: p.SpoolID(), GrantID: e.grantID, ExecutionID: e.execID, ProjectRef: e.projectRef,
 			StartedAt: p.State().StartedAt.UTC()}); err != nil {
 			_ = p.Remove() // kills the tree
@@ -312,7 +311,7 @@ func (s *Service) afterExit(e *entry, lease *rootlock.Lease, recorded bool) {
 func (s *Service) handOver(ctx context.Context, e *entry, st process.State) {
 	err := s.opts.Outputs.Finished(ctx, e.outputRef, e.p.SpoolID(), st, e.p.TruncatedTail())
 	switch {
-	case errors.Is(err, retention.ErrNotFound):
+	case errors.Is(err, ErrNoOutputRecord):
 		if s.table.retire(e) {
 			_ = e.p.Remove()
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/process"
 )
 
@@ -31,7 +31,7 @@ type Input struct {
 // Errors: ErrNotFound; process.ErrNotRunning when the command ended;
 // process.ErrRevisionConflict, process.ErrStdinClosed,
 // process.ErrStdinFull from the process (wrapping
-// operation.ErrNotStarted); operation errors.
+// idempotency.ErrNotStarted); operation errors.
 func (s *Service) WriteStdin(ctx context.Context, o Owner, in Input) (View, error) {
 	e, err := s.find(ctx, o, in.ProcessRef, false)
 	if err != nil {
@@ -40,11 +40,11 @@ func (s *Service) WriteStdin(ctx context.Context, o Owner, in Input) (View, erro
 	if e.p == nil {
 		return View{}, process.ErrNotRunning
 	}
-	hash, err := operation.HashRequest(in)
+	hash, err := idempotency.HashRequest(in)
 	if err != nil {
 		return View{}, err
 	}
-	key := operation.Key{GrantID: o.GrantID, ExecutionID: e.execID, Tool: "write_stdin", OperationID: in.OperationID}
+	key := idempotency.Key{GrantID: o.GrantID, ExecutionID: e.execID, Tool: "write_stdin", OperationID: in.OperationID}
 	before := e.p.State().Revision
 	_, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		var err error
@@ -65,7 +65,7 @@ func (s *Service) WriteStdin(ctx context.Context, o Owner, in Input) (View, erro
 			err = e.p.WriteStdin([]byte(in.Chars), in.ExpectedRevision)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 		return []byte("{}"), nil
 	})

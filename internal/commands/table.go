@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/retention"
 )
 
 // outputSource reads a command's retained output: the live Process, or
@@ -243,7 +242,7 @@ func (s *Service) find(ctx context.Context, o Owner, ref string, byOutput bool) 
 		return nil, ErrNotFound
 	}
 	rec, err := s.opts.Outputs.Lookup(ctx, ref, byOutput, o.GrantID, o.ExecutionID)
-	if errors.Is(err, retention.ErrNotFound) || (err == nil && rec.Status == process.StatusRunning) {
+	if errors.Is(err, ErrNoOutputRecord) || (err == nil && rec.Status == process.StatusRunning) {
 		// Not recorded: the command may have been handed over between the
 		// two lookups. Recorded but not handed over: the entry is in
 		// memory again by now unless the execution was closed.
@@ -255,6 +254,6 @@ func (s *Service) find(ctx context.Context, o Owner, ref string, byOutput bool) 
 	if err != nil {
 		return nil, fmt.Errorf("look up retained output: %w", err)
 	}
-	return &entry{out: s.opts.Outputs.Output(rec), final: retention.State(rec), ref: rec.ProcessRef,
+	return &entry{out: s.opts.Outputs.Output(rec), final: RecordState(rec), ref: rec.ProcessRef,
 		outputRef: rec.OutputRef, grantID: rec.GrantID, execID: rec.ExecutionID, projectRef: rec.ProjectRef}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 // ApplyRequest is one apply_patch call.
 type ApplyRequest struct {
-	// OperationID is the caller's idempotency key (operation.ValidateID).
+	// OperationID is the caller's idempotency key (idempotency.ValidateID).
 	OperationID string
 	// Patch is the Codex-format patch text (patch.Parse).
 	Patch string
@@ -45,12 +45,12 @@ type Applied struct {
 // then on. After the commit the change is recorded in the journal, the
 // undo snapshots and the Thread; those failures are logged, not returned.
 //
-// Errors, wrapping operation.ErrNotStarted when nothing changed: those of
+// Errors, wrapping idempotency.ErrNotStarted when nothing changed: those of
 // patch.Parse and patch.Apply (*ParseError, *HunkError, *VersionConflict,
 // *PreconditionMissingError, …, ErrRollbackIncomplete), ErrInvalidIfMatch,
 // ErrIfMatchAmbiguous, *InstructionsRequiredError, store.ErrJournalFull,
-// rootlock.ErrBusy, binding.ErrProjectUnavailable, and those of
-// operation.Service.Do (ErrConflict, ErrOutcomeUnknown, …).
+// rootlock.ErrBusy, executions.ErrProjectUnavailable, and those of
+// idempotency.Service.Do (ErrConflict, ErrOutcomeUnknown, …).
 func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Applied, error) {
 	p, err := patch.Parse(req.Patch)
 	if err != nil {

@@ -20,9 +20,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/metrics"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/store"
@@ -59,16 +59,16 @@ var (
 // the execution has not seen yet. They are now recorded as delivered, so
 // the same patch sent again (after reading them) runs.
 type InstructionsRequiredError struct {
-	Delta []binding.DeltaFile
+	Delta []executions.DeltaFile
 }
 
 func (e *InstructionsRequiredError) Error() string {
 	return fmt.Sprintf("%d nested instruction file(s) not yet read", len(e.Delta))
 }
 
-// Operations runs an effect at most once per key (operation.Service).
+// Operations runs an effect at most once per key (idempotency.Service).
 type Operations interface {
-	Do(ctx context.Context, key operation.Key, requestHash string, fn func(ctx context.Context) ([]byte, error)) ([]byte, bool, error)
+	Do(ctx context.Context, key idempotency.Key, requestHash string, fn func(ctx context.Context) ([]byte, error)) ([]byte, bool, error)
 }
 
 // Locks serializes the tools that use one Project (rootlock.Locks).
@@ -84,9 +84,9 @@ type Journal interface {
 }
 
 // Instructions delivers the nested instruction files that apply to paths
-// and the execution has not seen yet (binding.Service).
+// and the execution has not seen yet (executions.Service).
 type Instructions interface {
-	InstructionsDelta(ctx context.Context, e *store.Execution, r *os.Root, paths []string) ([]binding.DeltaFile, error)
+	InstructionsDelta(ctx context.Context, e *store.Execution, r *os.Root, paths []string) ([]executions.DeltaFile, error)
 }
 
 // Executions reads an execution as it is now (store.Store).
@@ -95,17 +95,17 @@ type Executions interface {
 }
 
 // Checkpointer records a sanitized entry on an execution's Thread
-// (binding.Activity).
+// (executions.Activity).
 type Checkpointer interface {
 	Checkpoint(ctx context.Context, executionID, kind string, data map[string]any)
 }
 
 var (
-	_ Operations   = (*operation.Service)(nil)
+	_ Operations   = (*idempotency.Service)(nil)
 	_ Locks        = (*rootlock.Locks)(nil)
 	_ Journal      = (*store.Store)(nil)
-	_ Instructions = (*binding.Service)(nil)
-	_ Checkpointer = (*binding.Activity)(nil)
+	_ Instructions = (*executions.Service)(nil)
+	_ Checkpointer = (*executions.Activity)(nil)
 )
 
 // Options configure a Service. Fields are required unless noted.
@@ -200,7 +200,7 @@ type workspace struct {
 // lock (up to LockTimeout), and a grant revoked or a Thread closed
 // meanwhile must not see its patch committed after the close. Errors:
 // rootlock.ErrBusy, ctx.Err(), rootlock.ErrRootUnavailable,
-// binding.ErrExecutionRequired (closed since).
+// executions.ErrExecutionRequired (closed since).
 func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
 	h, err := s.opts.Locks.AcquireRoot(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
 	if err != nil {
@@ -214,7 +214,7 @@ func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
 			return nil, fmt.Errorf("edits: read the execution: %w", err)
 		case err != nil || e.ClosedAt != nil:
 			h.Close()
-			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", binding.ErrExecutionRequired)
+			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", executions.ErrExecutionRequired)
 		}
 	}
 	return &workspace{Held: h, exec: t.Execution}, nil
@@ -239,11 +239,11 @@ func once[T any](ctx context.Context, s *Service, t Target, tool, operationID st
 		return nil, false, err
 	}
 	defer w.close()
-	hash, err := operation.HashRequest(request)
+	hash, err := idempotency.HashRequest(request)
 	if err != nil {
 		return nil, false, err
 	}
-	key := operation.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: tool, OperationID: operationID}
+	key := idempotency.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: tool, OperationID: operationID}
 	var fresh *T
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		out, err := effect(ctx, w)
@@ -280,9 +280,9 @@ func (s *Service) record(ctx context.Context, executionID, kind string, res *pat
 	s.opts.Checkpoints.Checkpoint(ctx, executionID, kind, map[string]any{"files": touched})
 }
 
-// notStarted marks err as failing before any change (operation.ErrNotStarted):
+// notStarted marks err as failing before any change (idempotency.ErrNotStarted):
 // the operation's reservation is released so a retry may run.
-func notStarted(err error) error { return fmt.Errorf("%w: %w", operation.ErrNotStarted, err) }
+func notStarted(err error) error { return fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err) }
 
 // writeFailed marks a failure of patch.Apply or patch.Restore: one whose
 // rollback was incomplete has unknown effects and is never re-run; any

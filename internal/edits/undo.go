@@ -38,11 +38,11 @@ type Undone struct {
 // (*patch.RestoreConflict). The change is recorded in the journal and the
 // Thread like a patch.
 //
-// Errors, wrapping operation.ErrNotStarted when nothing changed:
+// Errors, wrapping idempotency.ErrNotStarted when nothing changed:
 // ErrUndoDisabled, undo.ErrNotFound, ErrNotUndoable, ErrAlreadyUndone,
 // ErrNotUndone, those of patch.Restore (*RestoreConflict,
 // ErrUndoConflict, ErrRollbackIncomplete, …), rootlock.ErrBusy,
-// binding.ErrProjectUnavailable, and those of operation.Service.Do.
+// executions.ErrProjectUnavailable, and those of idempotency.Service.Do.
 func (s *Service) Undo(ctx context.Context, t Target, req UndoRequest) (*Undone, error) {
 	if s.opts.Snapshots == nil {
 		return nil, ErrUndoDisabled

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
@@ -95,7 +95,7 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 			// Project (its .git/worktrees/<name>) and nowhere else.
 			source, ok := s.sourceRoot(c, w.exec.ProjectRef)
 			if !ok {
-				return out, binding.ErrExecutionRequired
+				return out, executions.ErrExecutionRequired
 			}
 			ch, err = s.review.ChangesSince(ctx, w.proj.Path, w.exec.WorktreeBase, source)
 		} else {

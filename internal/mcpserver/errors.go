@@ -6,12 +6,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -94,45 +94,45 @@ func mapError(err error) *ToolError {
 	case errors.As(err, &credential):
 		return notStarted(toolErr("secret_persistence_blocked", "This looks like a credential ("+credential.Kind+" in "+credential.Field+
 			"); nothing was run or saved. Remove it and call again: a command should read a secret from a file, not carry it in its text."))
-	case errors.Is(err, binding.ErrExecutionRequired), errors.Is(err, process.ErrGroupClosed):
+	case errors.Is(err, executions.ErrExecutionRequired), errors.Is(err, process.ErrGroupClosed):
 		// ErrGroupClosed: the execution was closed (revoked) while the
 		// command waited to start.
 		return toolErr("project_execution_required",
 			"No open Project in this conversation: call project_control with action open (or hydrate after a reconnect).",
 			"project_control open", "project_control hydrate")
-	case errors.Is(err, binding.ErrProjectNotAuthorized):
+	case errors.Is(err, executions.ErrProjectNotAuthorized):
 		return toolErr("project_not_authorized",
 			"That projectRef is not one of this connection's Projects: call list_projects for the ones you can use.",
 			"list_projects")
-	case errors.Is(err, binding.ErrProjectRefRequired):
+	case errors.Is(err, executions.ErrProjectRefRequired):
 		return toolErr("project_ref_required",
 			"This connection has several Projects: pass projectRef (from list_projects).", "list_projects")
-	case errors.Is(err, binding.ErrInstructionsRequired):
+	case errors.Is(err, executions.ErrInstructionsRequired):
 		return toolErr("root_instructions_required",
 			"Read the remaining root instruction pages first: call project_control hydrate with the nextCursor you were given.",
 			"project_control hydrate")
-	case errors.Is(err, binding.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable), errors.Is(err, rootlock.ErrRootUnavailable):
+	case errors.Is(err, executions.ErrProjectUnavailable), errors.Is(err, commands.ErrProjectUnavailable), errors.Is(err, rootlock.ErrRootUnavailable):
 		e := toolErr("project_unavailable", "The Project directory cannot be read right now; try again later.")
 		return e
-	case errors.Is(err, binding.ErrWriteScopeRequired):
+	case errors.Is(err, executions.ErrWriteScopeRequired):
 		return toolErr("project_write_scope_required", "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
 	case errors.Is(err, review.ErrRepositoryUnsafe):
 		// Before ErrWorktreeUnavailable, which wraps it for worktree opens;
 		// show_changes' reviewError passes it through.
 		return repositoryUnsafe()
-	case errors.Is(err, binding.ErrWorktreeUnavailable):
+	case errors.Is(err, executions.ErrWorktreeUnavailable):
 		return toolErr("project_worktree_unavailable",
 			"This Project cannot host a managed worktree (its root must be exactly a Git top level with at least one commit and no executable filters); open with checkoutKind checkout.")
-	case errors.Is(err, binding.ErrWorktreeDirty):
+	case errors.Is(err, executions.ErrWorktreeDirty):
 		return toolErr("project_worktree_dirty", "The worktree has uncommitted changes; commit or discard them before closing the Thread.")
-	case errors.Is(err, binding.ErrThreadNotFound):
+	case errors.Is(err, executions.ErrThreadNotFound):
 		return toolErr("project_thread_not_found", "No such Thread for this connection and user.")
-	case errors.Is(err, binding.ErrThreadRevision):
+	case errors.Is(err, executions.ErrThreadRevision):
 		return toolErr("thread_revision_conflict", "The Thread changed; read its status and retry with the new revision.", "project_thread_control status")
-	case errors.Is(err, binding.ErrProcessesRunning):
+	case errors.Is(err, executions.ErrProcessesRunning):
 		e := toolErr("project_busy", "Commands of this Thread are still running; interrupt them before closing it.", "project_control interrupt")
 		return e
-	case errors.Is(err, binding.ErrTaskNotFound):
+	case errors.Is(err, executions.ErrTaskNotFound):
 		return toolErr("project_task_not_found", "No saved Task with that taskRef is available to this connection.", "list_projects")
 	case errors.Is(err, rootlock.ErrBusy):
 		e := toolErr("project_busy", "Another DevSpace operation holds this Project (a patch or running commands); wait, or interrupt the commands, then retry.",
@@ -140,12 +140,12 @@ func mapError(err error) *ToolError {
 		return e
 	case errors.Is(err, project.ErrPathDenied):
 		return pathDenied(err)
-	case errors.Is(err, operation.ErrInvalidID):
+	case errors.Is(err, idempotency.ErrInvalidID):
 		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	case errors.Is(err, operation.ErrConflict):
+	case errors.Is(err, idempotency.ErrConflict):
 		return toolErr("operation_id_conflict",
 			"This operationId was already used for a different request: use a new operationId.", "retry with a new operationId")
-	case errors.Is(err, operation.ErrOutcomeUnknown):
+	case errors.Is(err, idempotency.ErrOutcomeUnknown):
 		e := toolErr("operation_outcome_unknown",
 			"The outcome of this operation is unknown (the server stopped while it ran); check the Project state before retrying with a new operationId.")
 		e.Phase = "outcome_unknown"

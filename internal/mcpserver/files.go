@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -41,8 +41,8 @@ func (readFilesIn) schema(s *jsonschema.Schema) {
 }
 
 type readFilesOut struct {
-	Files             []files.Item        `json:"files"`
-	InstructionsDelta []binding.DeltaFile `json:"instructionsDelta,omitempty"`
+	Files             []files.Item           `json:"files"`
+	InstructionsDelta []executions.DeltaFile `json:"instructionsDelta,omitempty"`
 }
 
 func (o readFilesOut) summary() string {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/search"
@@ -29,8 +29,8 @@ func (inspectIn) schema(s *jsonschema.Schema) {
 }
 
 type inspectOut struct {
-	Results           []search.Result     `json:"results"`
-	InstructionsDelta []binding.DeltaFile `json:"instructionsDelta,omitempty"`
+	Results           []search.Result        `json:"results"`
+	InstructionsDelta []executions.DeltaFile `json:"instructionsDelta,omitempty"`
 }
 
 func (o inspectOut) summary() string {

@@ -8,8 +8,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/devspace-dev/devspace/internal/edits"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 )
 
 type applyPatchIn struct {
@@ -28,7 +28,7 @@ func (applyPatchIn) schema(s *jsonschema.Schema) {
 }
 
 func (in *applyPatchIn) validate() error {
-	if err := operation.ValidateID(in.OperationID); err != nil {
+	if err := idempotency.ValidateID(in.OperationID); err != nil {
 		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 	}
 	if in.Patch == "" {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
@@ -30,7 +30,7 @@ type projectItem struct {
 type listProjectsOut struct {
 	Projects       []projectItem   `json:"projects"`
 	ResumableTasks []tasks.Summary `json:"resumableTasks,omitempty"`
-	threads        []binding.ThreadView
+	threads        []executions.ThreadView
 }
 
 // resultMeta hands the widget the caller's Threads (never the model).
@@ -68,7 +68,7 @@ func (in *projectControlIn) validate() error {
 	case "hydrate", "interrupt":
 		// Not recorded (these do not replay), so checked here, the one
 		// place it is read.
-		if in.OperationID != "" && operation.ValidateID(in.OperationID) != nil {
+		if in.OperationID != "" && idempotency.ValidateID(in.OperationID) != nil {
 			return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 		}
 	}
@@ -93,14 +93,14 @@ func (in *projectControlIn) validate() error {
 }
 
 type projectControlOut struct {
-	Action       string                `json:"action"`
-	ProjectRef   string                `json:"projectRef,omitempty"`
-	Label        string                `json:"label,omitempty"`
-	Status       string                `json:"status"`
-	Replayed     bool                  `json:"replayed,omitempty"`
-	Instructions *binding.Instructions `json:"instructions,omitempty"`
-	Interrupted  *int                  `json:"interrupted,omitempty"`
-	Checkpoint   *binding.Checkpoint   `json:"checkpoint,omitempty"`
+	Action       string                   `json:"action"`
+	ProjectRef   string                   `json:"projectRef,omitempty"`
+	Label        string                   `json:"label,omitempty"`
+	Status       string                   `json:"status"`
+	Replayed     bool                     `json:"replayed,omitempty"`
+	Instructions *executions.Instructions `json:"instructions,omitempty"`
+	Interrupted  *int                     `json:"interrupted,omitempty"`
+	Checkpoint   *executions.Checkpoint   `json:"checkpoint,omitempty"`
 }
 
 // schema narrows the generated input schema with the enumerations.
@@ -162,7 +162,7 @@ func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) 
 		refs = append(refs, r.Ref)
 	}
 	if in.ProjectRef != "" && len(out.Projects) == 0 {
-		return out, binding.ErrProjectNotAuthorized
+		return out, executions.ErrProjectNotAuthorized
 	}
 	counts, err := s.opts.Tasks.Counts(ctx, refs)
 	if err != nil {
@@ -200,7 +200,7 @@ func (s *Server) projectControl(ctx context.Context, c *call, in *projectControl
 		return out, err
 	}
 	defer unlock()
-	var opened *binding.Opened
+	var opened *executions.Opened
 	switch in.Action {
 	case "open":
 		opened, out.Replayed, err = s.opts.Bindings.Open(ctx, c.caller, in.ProjectRef, in.OperationID, in.CheckoutKind == "worktree")

@@ -14,7 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/strictjson"
 )
@@ -35,7 +35,7 @@ type spec struct {
 // call is what a handler gets besides its typed input.
 type call struct {
 	principal *oauth.Principal
-	caller    binding.Caller // SessionRef may be "" (no host session)
+	caller    executions.Caller // SessionRef may be "" (no host session)
 	req       *mcp.CallToolRequest
 }
 
@@ -246,7 +246,7 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 		return errorResult(invalidInput("%v", err))
 	}
 	sessionRef, actorRef := s.identity(req, p.ClientID)
-	c := &call{principal: p, req: req, caller: binding.Caller{
+	c := &call{principal: p, req: req, caller: executions.Caller{
 		GrantID: p.GrantID, ClientID: p.ClientID, Scopes: p.Scopes, ProjectIDs: p.ProjectIDs,
 		GrantEpoch: p.Epoch, GlobalEpoch: p.GlobalEpoch, SessionRef: sessionRef, ActorRef: actorRef}}
 	out, err := run(ctx, c, raw)

@@ -30,7 +30,7 @@ func subdirs(t *testing.T, dir string) []string {
 }
 
 // TestRevokeClosesGrantResources follows the revoke path end to end
-// (oauth → binding.CloseGrants → the commands service) with real
+// (oauth → executions.CloseGrants → the commands service) with real
 // processes, SQLite and undo snapshots: revoking grant A kills A's
 // commands (a daemonized tree included), deletes A's undo snapshots and
 // retires A's retained output, and leaves grant B's commands, snapshots

@@ -18,10 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/devspace-dev/devspace/internal/binding"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/edits"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
@@ -44,7 +44,7 @@ const principalKey = "devspace/principal"
 // Options configure the MCP server. All fields are required unless noted.
 type Options struct {
 	OAuth    *oauth.Server
-	Bindings *binding.Service
+	Bindings *executions.Service
 	Locks    *rootlock.Locks
 	Tasks    *tasks.Service
 	Skills   *skills.Catalog

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/binding"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -41,10 +41,10 @@ func (in *threadControlIn) validate() error {
 }
 
 type threadControlOut struct {
-	Action   string                 `json:"action"`
-	Threads  []binding.ThreadView   `json:"threads,omitempty"`
-	Thread   *binding.ThreadView    `json:"thread,omitempty"`
-	Activity []binding.ActivityView `json:"activity,omitempty"`
+	Action   string                    `json:"action"`
+	Threads  []executions.ThreadView   `json:"threads,omitempty"`
+	Thread   *executions.ThreadView    `json:"thread,omitempty"`
+	Activity []executions.ActivityView `json:"activity,omitempty"`
 }
 
 func (o threadControlOut) summary() string {
@@ -77,14 +77,14 @@ func (s *Server) threadControl(ctx context.Context, c *call, in *threadControlIn
 	case "list":
 		out.Threads, err = s.opts.Bindings.Threads(ctx, c.caller)
 		if out.Threads == nil {
-			out.Threads = []binding.ThreadView{}
+			out.Threads = []executions.ThreadView{}
 		}
 	case "status":
 		out.Thread, err = s.opts.Bindings.ThreadStatus(ctx, c.caller, in.ThreadRef)
 	case "activity":
 		out.Activity, err = s.opts.Bindings.Activity(ctx, c.caller, in.ThreadRef, in.Since, time.Duration(in.WaitMs)*time.Millisecond)
 		if out.Activity == nil {
-			out.Activity = []binding.ActivityView{}
+			out.Activity = []executions.ActivityView{}
 		}
 	case "archive":
 		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadArchived, *in.IfMatch)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/devspace-dev/devspace/internal/edits"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/operation"
 )
 
 type undoPatchIn struct {
@@ -16,11 +16,11 @@ type undoPatchIn struct {
 }
 
 func (in *undoPatchIn) validate() error {
-	if err := operation.ValidateID(in.OperationID); err != nil {
+	if err := idempotency.ValidateID(in.OperationID); err != nil {
 		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 	}
 	if in.PatchOperationID != "" {
-		if err := operation.ValidateID(in.PatchOperationID); err != nil {
+		if err := idempotency.ValidateID(in.PatchOperationID); err != nil {
 			return invalidInput("patchOperationId must be 1-128 bytes of UTF-8 without NUL")
 		}
 	}

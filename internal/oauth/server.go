@@ -143,7 +143,7 @@ type Server struct {
 
 // New builds a Server from opts, applying defaults.
 // ExecutionCloser is what the authorization server needs of the
-// execution lifecycle (binding.Service implements it).
+// execution lifecycle (executions.Service implements it).
 type ExecutionCloser interface {
 	CloseGrants(ctx context.Context, grantIDs []string, reason string) error
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/secret"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -72,12 +72,12 @@ type Saved struct {
 // Service is safe for concurrent use.
 type Service struct {
 	st     *store.Store
-	ops    *operation.Service
+	ops    *idempotency.Service
 	counts *store.Memo[string, map[string]int] // Counts by its refs
 }
 
 // New builds a Service.
-func New(st *store.Store, ops *operation.Service) *Service {
+func New(st *store.Store, ops *idempotency.Service) *Service {
 	return &Service{st: st, ops: ops, counts: store.NewMemo[string, map[string]int](256)}
 }
 
@@ -118,15 +118,15 @@ func (s *Service) Save(ctx context.Context, grantID string, e *store.Execution, 
 	if err := errors.Join(secret.Check("title", r.Title), secret.Check("progress", r.Progress)); err != nil {
 		return nil, false, err
 	}
-	hash, err := operation.HashRequest(map[string]any{"title": r.Title, "progress": r.Progress, "ifMatch": r.IfMatch, "status": r.Status})
+	hash, err := idempotency.HashRequest(map[string]any{"title": r.Title, "progress": r.Progress, "ifMatch": r.IfMatch, "status": r.Status})
 	if err != nil {
 		return nil, false, err
 	}
-	key := operation.Key{GrantID: grantID, ExecutionID: e.ID, Tool: "save_progress", OperationID: r.OperationID}
+	key := idempotency.Key{GrantID: grantID, ExecutionID: e.ID, Tool: "save_progress", OperationID: r.OperationID}
 	raw, replayed, err := s.ops.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		saved, err := s.save(ctx, e, r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 		return json.Marshal(saved)
 	})

@@ -1,4 +1,4 @@
-package binding
+package executions
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -34,7 +34,7 @@ func newServiceSpecs(t testing.TB, st *store.Store, specs []project.Spec) *Servi
 	}
 	// A commands service without a process manager: executions own no
 	// commands here.
-	return New(Options{Store: st, Catalog: cat, Operations: operation.New(st, operation.Options{}),
+	return New(Options{Store: st, Catalog: cat, Operations: idempotency.New(st, idempotency.Options{}),
 		Cursors: cursor.New(key, cursor.Options{}), FingerKey: key, Resources: commands.New(commands.Options{})})
 }
 

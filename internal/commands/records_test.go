@@ -1,4 +1,4 @@
-package retention_test
+package commands_test
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/retention"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-// rig is a real store and a real process manager's spool (no command is
+// spoolRig is a real store and a real process manager's spool (no command is
 // started, so no supervisor runs) on one temp state directory.
-type rig struct {
+type spoolRig struct {
 	t     testing.TB
 	dir   string
 	clock *testutil.Clock
@@ -30,21 +30,21 @@ type rig struct {
 	share int64 // one grant's share of the spool; 0 is the default
 }
 
-func newRig(t *testing.T, maxSpool int64) *rig {
+func newSpoolRig(t *testing.T, maxSpool int64) *spoolRig {
 	t.Helper()
-	return newRigShare(t, maxSpool, 0)
+	return newSpoolRigShare(t, maxSpool, 0)
 }
 
-// newRigShare is newRig where a grant's share of the spool is share.
-func newRigShare(t testing.TB, maxSpool, share int64) *rig {
+// newSpoolRigShare is newSpoolRig where a grant's share of the spool is share.
+func newSpoolRigShare(t testing.TB, maxSpool, share int64) *spoolRig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), clock: testutil.NewClock(time.Now().UTC()), share: share}
+	r := &spoolRig{t: t, dir: t.TempDir(), clock: testutil.NewClock(time.Now().UTC()), share: share}
 	r.open(maxSpool)
 	return r
 }
 
 // open (re)opens the store and manager, as a server start does.
-func (r *rig) open(maxSpool int64) {
+func (r *spoolRig) open(maxSpool int64) {
 	t := r.t
 	if r.st != nil {
 		// A crashed server's state lock ends with its process.
@@ -66,8 +66,8 @@ func (r *rig) open(maxSpool int64) {
 	})
 }
 
-func (r *rig) retention() *retention.Retention {
-	ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool, MaxRecords: 10})
+func (r *spoolRig) retention() *commands.OutputRecords {
+	ret, err := commands.NewOutputRecords(context.Background(), commands.OutputRecordsOptions{Store: r.st, Spool: r.spool, MaxRecords: 10})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -76,13 +76,13 @@ func (r *rig) retention() *retention.Retention {
 
 // command records a command of grant g1's execution exec with output
 // content as a process would have left it; finished sets its final state.
-func (r *rig) command(ret *retention.Retention, ref, exec string, content []byte, finished bool) {
+func (r *spoolRig) command(ret *commands.OutputRecords, ref, exec string, content []byte, finished bool) {
 	r.t.Helper()
 	r.commandOf(ret, "g1", ref, exec, content, finished)
 }
 
 // commandOf is command for grant's execution exec.
-func (r *rig) commandOf(ret *retention.Retention, grant, ref, exec string, content []byte, finished bool) {
+func (r *spoolRig) commandOf(ret *commands.OutputRecords, grant, ref, exec string, content []byte, finished bool) {
 	t := r.t
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(r.dir, "output", ref+".out"), content, 0o600); err != nil {
@@ -90,7 +90,7 @@ func (r *rig) commandOf(ret *retention.Retention, grant, ref, exec string, conte
 	}
 	r.spool.AdoptOutput(ref, grant, int64(len(content)))
 	ctx := context.Background()
-	if err := ret.Started(ctx, &retention.Record{OutputRef: "out_" + ref, ProcessRef: "prc_" + ref, SpoolID: ref,
+	if err := ret.Started(ctx, &commands.OutputRecord{OutputRef: "out_" + ref, ProcessRef: "prc_" + ref, SpoolID: ref,
 		GrantID: grant, ExecutionID: exec, ProjectRef: "p1", StartedAt: r.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func (r *rig) commandOf(ret *retention.Retention, grant, ref, exec string, conte
 	}
 }
 
-func (r *rig) files() []string {
+func (r *spoolRig) files() []string {
 	ents, _ := os.ReadDir(filepath.Join(r.dir, "output"))
 	var out []string
 	for _, e := range ents {
@@ -113,12 +113,12 @@ func (r *rig) files() []string {
 	return out
 }
 
-func (r *rig) lookup(ret *retention.Retention, ref, exec string) (*retention.Record, error) {
+func (r *spoolRig) lookup(ret *commands.OutputRecords, ref, exec string) (*commands.OutputRecord, error) {
 	return ret.Lookup(context.Background(), "out_"+ref, true, "g1", exec)
 }
 
 func TestReconcileAfterCrash(t *testing.T) {
-	r := newRig(t, 1<<20)
+	r := newSpoolRig(t, 1<<20)
 	ret := r.retention()
 	r.command(ret, "done", "e1", []byte("finished output\n"), true)
 	r.command(ret, "running", "e1", []byte("partial"), false)
@@ -140,10 +140,10 @@ func TestReconcileAfterCrash(t *testing.T) {
 		t.Fatalf("budget after reconcile = %d, want %d", got, want)
 	}
 	rec, err := r.lookup(ret, "running", "e1")
-	if err != nil || rec.Status != process.StatusKilled || rec.KillReason != retention.ReasonServerRestart || rec.ExpiresAt == nil {
+	if err != nil || rec.Status != process.StatusKilled || rec.KillReason != commands.ReasonServerRestart || rec.ExpiresAt == nil {
 		t.Fatalf("running command after restart: %+v, %v", rec, err)
 	}
-	st := retention.State(rec)
+	st := commands.RecordState(rec)
 	if st.RetainedBytes != 16 || st.OutputBytes != 16 {
 		t.Fatalf("state: %+v", st)
 	}
@@ -154,16 +154,16 @@ func TestReconcileAfterCrash(t *testing.T) {
 	if err != nil || rec.RetainedBytes != 0 {
 		t.Fatalf("lost file: %+v, %v", rec, err)
 	}
-	if _, err := r.lookup(ret, "done", "e2"); !errors.Is(err, retention.ErrNotFound) {
+	if _, err := r.lookup(ret, "done", "e2"); !errors.Is(err, commands.ErrNoOutputRecord) {
 		t.Fatalf("another execution's lookup: %v", err)
 	}
-	if _, err := ret.Lookup(context.Background(), "out_done", true, "g2", "e1"); !errors.Is(err, retention.ErrNotFound) {
+	if _, err := ret.Lookup(context.Background(), "out_done", true, "g2", "e1"); !errors.Is(err, commands.ErrNoOutputRecord) {
 		t.Fatalf("another grant's lookup: %v", err)
 	}
 }
 
 func TestTruncatedTailKept(t *testing.T) {
-	r := newRig(t, 1<<20)
+	r := newSpoolRig(t, 1<<20)
 	ret := r.retention()
 	r.command(ret, "big", "e1", []byte("head of it"), false)
 	tail := bytes.Repeat([]byte("z"), 1000)
@@ -184,13 +184,13 @@ func TestTruncatedTailKept(t *testing.T) {
 	if got := out.Head(4); string(got) != "head" {
 		t.Fatalf("head: %q", got)
 	}
-	if s := retention.State(rec); !s.Truncated || s.OutputBytes != 5000 {
+	if s := commands.RecordState(rec); !s.Truncated || s.OutputBytes != 5000 {
 		t.Fatalf("state: %+v", s)
 	}
 }
 
 func TestSweep(t *testing.T) {
-	r := newRigShare(t, 1000, 1000) // one grant, whose share is the whole spool
+	r := newSpoolRigShare(t, 1000, 1000) // one grant, whose share is the whole spool
 	ret := r.retention()
 	ctx := context.Background()
 	// Expiry: 24 h after the end.
@@ -249,13 +249,13 @@ func TestSweep(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(r.dir, "output", "late.out"), []byte("late"), 0o600)
 	err := ret.Finished(ctx, "out_late", "late", process.State{Status: process.StatusExited, EndedAt: r.clock.Now()}, nil)
-	if !errors.Is(err, retention.ErrNotFound) || len(r.files()) != 0 {
+	if !errors.Is(err, commands.ErrNoOutputRecord) || len(r.files()) != 0 {
 		t.Fatalf("late finish: %v, files %v", err, r.files())
 	}
 }
 
 func TestRecordBound(t *testing.T) {
-	r := newRig(t, 1<<20)
+	r := newSpoolRig(t, 1<<20)
 	ret := r.retention()
 	for i := range 12 {
 		r.clock.Advance(time.Second)
@@ -300,7 +300,7 @@ func TestSweepGrantShare(t *testing.T) {
 		cmds: []cmd{{"g2", "g2old", 2000, false}, {"g1", "a", 1000, false}, {"g1", "b", 1000, false},
 			{"g1", "run", 1000, true}, {"g1", "c", 500, false}},
 		want:    []string{"c", "g2old", "run"},
-		retired: map[string]int{retention.RetiredGrantShare: 2},
+		retired: map[string]int{commands.RetiredGrantShare: 2},
 	}, {
 		// Five grants within their shares hold 10,000: down to 7,500, the
 		// one holding the most pays each time (ties: the smaller ID).
@@ -308,7 +308,7 @@ func TestSweepGrantShare(t *testing.T) {
 		cmds: []cmd{{"g1", "g1a", 1000, false}, {"g1", "g1b", 1000, false}, {"g2", "g2a", 500, false}, {"g2", "g2b", 1500, false},
 			{"g3", "g3a", 2000, false}, {"g4", "g4a", 1000, false}, {"g4", "g4b", 1000, false}, {"g5", "g5a", 1000, false}, {"g5", "g5b", 1000, false}},
 		want:    []string{"g1b", "g2b", "g4a", "g4b", "g5a", "g5b"},
-		retired: map[string]int{retention.RetiredSpoolFull: 3},
+		retired: map[string]int{commands.RetiredSpoolFull: 3},
 	}, {
 		// g1 is over its share with a running command's output alone: the
 		// grants within their shares do not pay for it.
@@ -323,12 +323,12 @@ func TestSweepGrantShare(t *testing.T) {
 			{"g2", "g2b", 1, false}, {"g1", "g1d", 1, false}, {"g1", "g1e", 1, false}, {"g1", "g1f", 1, false},
 			{"g2", "g2c", 1, false}, {"g1", "g1g", 1, false}, {"g1", "g1h", 1, false}, {"g2", "g2d", 1, false}},
 		want:    []string{"g1d", "g1e", "g1f", "g1g", "g1h", "g2a", "g2b", "g2c", "g2d"},
-		retired: map[string]int{retention.RetiredRecordBound: 3},
+		retired: map[string]int{commands.RetiredRecordBound: 3},
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, 10000)
+			r := newSpoolRig(t, 10000)
 			met := &retiredCounts{n: map[string]int{}}
-			ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool, MaxRecords: 10, Metrics: met})
+			ret, err := commands.NewOutputRecords(context.Background(), commands.OutputRecordsOptions{Store: r.st, Spool: r.spool, MaxRecords: 10, Metrics: met})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -356,7 +356,7 @@ func TestSweepGrantShare(t *testing.T) {
 	}
 }
 
-// retiredCounts is a retention.Metrics.
+// retiredCounts is a commands.OutputMetrics.
 type retiredCounts struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -373,12 +373,12 @@ func (c *retiredCounts) OutputsRetired(reason string, n int) {
 // it retires nothing: the grant near its share holds only a running
 // command's output.
 func BenchmarkSweepNearShare(b *testing.B) {
-	r := newRigShare(b, 1<<30, 0)
-	ret, err := retention.New(context.Background(), retention.Options{Store: r.st, Spool: r.spool})
+	r := newSpoolRigShare(b, 1<<30, 0)
+	ret, err := commands.NewOutputRecords(context.Background(), commands.OutputRecordsOptions{Store: r.st, Spool: r.spool})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range retention.DefaultMaxRecords - 1 {
+	for i := range commands.DefaultMaxOutputRecords - 1 {
 		r.commandOf(ret, fmt.Sprint("g", i%20), fmt.Sprint("c", i), "e", []byte("x"), true)
 	}
 	r.commandOf(ret, "g20", "running", "e", []byte("r"), false)
@@ -389,7 +389,7 @@ func BenchmarkSweepNearShare(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n := len(r.files()); n != retention.DefaultMaxRecords {
-		b.Fatalf("%d files left, want all %d", n, retention.DefaultMaxRecords)
+	if n := len(r.files()); n != commands.DefaultMaxOutputRecords {
+		b.Fatalf("%d files left, want all %d", n, commands.DefaultMaxOutputRecords)
 	}
 }

@@ -9,7 +9,7 @@
 // were running are recorded as killed, files without a record are
 // deleted, and what is kept counts against the spool budget and its
 // grant's share again.
-package retention
+package commands
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
-// Defaults of Options.
+// Defaults of OutputRecordsOptions.
 const (
-	DefaultTTL        = 24 * time.Hour
-	DefaultSweepEvery = time.Minute
-	// DefaultMaxRecords bounds the records kept (each holds up to 64 KiB
+	DefaultOutputTTL        = 24 * time.Hour
+	DefaultOutputSweepEvery = time.Minute
+	// DefaultMaxOutputRecords bounds the records kept (each holds up to 64 KiB
 	// of tail when its output was truncated); past it the earliest ended
 	// go first.
-	DefaultMaxRecords = 10000
+	DefaultMaxOutputRecords = 10000
 )
 
 // ReasonServerRestart is the kill reason recorded for commands that were
@@ -74,7 +74,7 @@ var _ Spool = (*process.Manager)(nil)
 // Metrics receives the retention's measurements; the app adapts it to
 // Prometheus (output_retired_total{reason}). Implementations must be safe
 // for concurrent use.
-type Metrics interface {
+type OutputMetrics interface {
 	// OutputsRetired counts n outputs retired for reason (one of the
 	// Retired* reasons).
 	OutputsRetired(reason string, n int)
@@ -84,51 +84,51 @@ type nopMetrics struct{}
 
 func (nopMetrics) OutputsRetired(string, int) {}
 
-// Options configures a Retention.
-type Options struct {
+// OutputRecordsOptions configures a OutputRecords.
+type OutputRecordsOptions struct {
 	Store *store.Store
 	Spool Spool
 	// TTL is how long output is kept after its command ended; default
-	// DefaultTTL.
+	// DefaultOutputTTL.
 	TTL time.Duration
-	// SweepEvery is the period of Run's sweeps; default DefaultSweepEvery.
+	// SweepEvery is the period of Run's sweeps; default DefaultOutputSweepEvery.
 	SweepEvery time.Duration
-	// MaxRecords bounds the records kept; default DefaultMaxRecords.
+	// MaxRecords bounds the records kept; default DefaultMaxOutputRecords.
 	MaxRecords int
 	Logger     *slog.Logger
 	// Metrics defaults to a no-op.
-	Metrics Metrics
+	Metrics OutputMetrics
 }
 
-// Retention owns the records of retained output. It is safe for
+// OutputRecords owns the records of retained output. It is safe for
 // concurrent use.
-type Retention struct {
+type OutputRecords struct {
 	st      *store.Store
 	spool   Spool
 	ttl     time.Duration
 	every   time.Duration
 	max     int
 	log     *slog.Logger
-	metrics Metrics
+	metrics OutputMetrics
 }
 
 // Record is one command's retained-output record.
-type Record = store.ProcessOutput
+type OutputRecord = store.ProcessOutput
 
-// ErrNotFound: no record for that ref in the caller's execution.
-var ErrNotFound = errors.New("no retained output")
+// ErrNoOutputRecord: no record for that ref in the caller's execution.
+var ErrNoOutputRecord = errors.New("no retained output")
 
 // New reconciles records and spool files left by a previous run and
-// returns the Retention. Call it before any command starts.
-func New(ctx context.Context, opts Options) (*Retention, error) {
+// returns the OutputRecords. Call it before any command starts.
+func NewOutputRecords(ctx context.Context, opts OutputRecordsOptions) (*OutputRecords, error) {
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
+		opts.TTL = DefaultOutputTTL
 	}
 	if opts.SweepEvery <= 0 {
-		opts.SweepEvery = DefaultSweepEvery
+		opts.SweepEvery = DefaultOutputSweepEvery
 	}
 	if opts.MaxRecords <= 0 {
-		opts.MaxRecords = DefaultMaxRecords
+		opts.MaxRecords = DefaultMaxOutputRecords
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -136,7 +136,7 @@ func New(ctx context.Context, opts Options) (*Retention, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = nopMetrics{}
 	}
-	r := &Retention{st: opts.Store, spool: opts.Spool, ttl: opts.TTL, every: opts.SweepEvery, max: opts.MaxRecords,
+	r := &OutputRecords{st: opts.Store, spool: opts.Spool, ttl: opts.TTL, every: opts.SweepEvery, max: opts.MaxRecords,
 		log: opts.Logger.With("component", "retention"), metrics: opts.Metrics}
 	if err := r.reconcile(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile retained output: %w", err)
@@ -147,7 +147,7 @@ func New(ctx context.Context, opts Options) (*Retention, error) {
 	return r, nil
 }
 
-func (r *Retention) reconcile(ctx context.Context) error {
+func (r *OutputRecords) reconcile(ctx context.Context) error {
 	ended, err := r.st.EndRunningProcessOutputs(ctx, ReasonServerRestart, r.ttl)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func (r *Retention) reconcile(ctx context.Context) error {
 }
 
 // Started records a command that just started.
-func (r *Retention) Started(ctx context.Context, rec *Record) error {
+func (r *OutputRecords) Started(ctx context.Context, rec *OutputRecord) error {
 	rec.Status = process.StatusRunning
 	if err := r.st.InsertProcessOutput(ctx, rec); err != nil {
 		return fmt.Errorf("record started command: %w", err)
@@ -205,20 +205,20 @@ func (r *Retention) Started(ctx context.Context, rec *Record) error {
 // Finished records the final state of a command whose tree is gone and
 // whose output is complete; tail is Process.TruncatedTail. When the record
 // is gone (its execution closed meanwhile) the file is removed and
-// ErrNotFound returned.
-func (r *Retention) Finished(ctx context.Context, outputRef, spoolID string, st process.State, tail []byte) error {
+// ErrNoOutputRecord returned.
+func (r *OutputRecords) Finished(ctx context.Context, outputRef, spoolID string, st process.State, tail []byte) error {
 	end := st.EndedAt.UTC() // stored times compare as text: keep one zone
 	if st.EndedAt.IsZero() {
 		end = r.st.Now()
 	}
 	exp := end.Add(r.ttl)
-	rec := &Record{OutputRef: outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
+	rec := &OutputRecord{OutputRef: outputRef, Status: st.Status, ExitCode: st.ExitCode, Signal: st.Signal,
 		KillReason: st.KillReason, Revision: st.Revision, OutputBytes: st.OutputBytes, RetainedBytes: st.RetainedBytes,
 		Truncated: st.Truncated, Tail: tail, EndedAt: &end, ExpiresAt: &exp}
 	err := r.st.FinishProcessOutput(ctx, rec)
 	if errors.Is(err, store.ErrNotFound) {
 		_ = r.spool.RemoveOutput(spoolID)
-		return ErrNotFound
+		return ErrNoOutputRecord
 	}
 	if err != nil {
 		return fmt.Errorf("record finished command: %w", err)
@@ -227,23 +227,23 @@ func (r *Retention) Finished(ctx context.Context, outputRef, spoolID string, st 
 }
 
 // Lookup returns the record of ref (a processRef, or with byOutput an
-// outputRef) when it belongs to the grant and execution; ErrNotFound
+// outputRef) when it belongs to the grant and execution; ErrNoOutputRecord
 // otherwise — another execution's ref looks like an unknown one.
-func (r *Retention) Lookup(ctx context.Context, ref string, byOutput bool, grantID, executionID string) (*Record, error) {
+func (r *OutputRecords) Lookup(ctx context.Context, ref string, byOutput bool, grantID, executionID string) (*OutputRecord, error) {
 	rec, err := r.st.ProcessOutputByRef(ctx, ref, byOutput, grantID, executionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, ErrNoOutputRecord
 	}
 	return rec, err
 }
 
 // Output returns the reader of a record's retained output.
-func (r *Retention) Output(rec *Record) *process.Retained {
+func (r *OutputRecords) Output(rec *OutputRecord) *process.Retained {
 	return r.spool.Retained(rec.SpoolID, rec.RetainedBytes, rec.Tail)
 }
 
 // State renders a record as the process state it ended in.
-func State(rec *Record) process.State {
+func RecordState(rec *OutputRecord) process.State {
 	st := process.State{Status: rec.Status, ExitCode: rec.ExitCode, Signal: rec.Signal, StartedAt: rec.StartedAt,
 		Revision: rec.Revision, OutputBytes: rec.OutputBytes, RetainedBytes: rec.RetainedBytes, Truncated: rec.Truncated,
 		KillReason: rec.KillReason, StdinClosed: true}
@@ -257,14 +257,14 @@ func State(rec *Record) process.State {
 }
 
 // RetireExecutions deletes the records and files of closed executions.
-func (r *Retention) RetireExecutions(ctx context.Context, executionIDs []string) error {
+func (r *OutputRecords) RetireExecutions(ctx context.Context, executionIDs []string) error {
 	if len(executionIDs) == 0 {
 		return nil
 	}
 	return r.retire(ctx, store.RetireSelector{ExecutionIDs: executionIDs}, RetiredExecutionClosed)
 }
 
-func (r *Retention) retire(ctx context.Context, sel store.RetireSelector, reason string) error {
+func (r *OutputRecords) retire(ctx context.Context, sel store.RetireSelector, reason string) error {
 	recs, err := r.st.RetireProcessOutputs(ctx, sel)
 	if err != nil {
 		return fmt.Errorf("retire retained output: %w", err)
@@ -291,7 +291,7 @@ func (r *Retention) retire(ctx context.Context, sel store.RetireSelector, reason
 // while a grant is still over its share (plan.heaviest) — so that
 // running commands keep room to write. A running command's output is
 // never retired.
-func (r *Retention) Sweep(ctx context.Context) error {
+func (r *OutputRecords) Sweep(ctx context.Context) error {
 	if err := r.retire(ctx, store.RetireSelector{ExpiredBefore: r.st.Now()}, RetiredExpired); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func (r *Retention) Sweep(ctx context.Context) error {
 
 // Run sweeps every SweepEvery, and when the spool signals pressure (at
 // most every pressureGap), until ctx is done.
-func (r *Retention) Run(ctx context.Context) {
+func (r *OutputRecords) Run(ctx context.Context) {
 	t := time.NewTicker(r.every)
 	defer t.Stop()
 	pressure := r.spool.SpoolPressure()

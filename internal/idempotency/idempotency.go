@@ -1,4 +1,4 @@
-// Package operation makes mutating tools idempotent (docs/design.md §7
+// Package idempotency makes mutating tools idempotent (docs/design.md §7
 // "operationId"). Every mutating tool wraps its effect in Service.Do under
 // a Key of (grant, execution, tool, operationId) and a hash of its request:
 //
@@ -11,7 +11,7 @@
 //     crashed while it ran) is ErrOutcomeUnknown and is never re-run.
 //
 // Records live in the store's operations table for Options.TTL (24 h).
-package operation
+package idempotency
 
 import (
 	"context"

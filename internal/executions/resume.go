@@ -1,4 +1,4 @@
-package binding
+package executions
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/operation"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -48,15 +48,15 @@ func (s *Service) Resume(ctx context.Context, c Caller, taskRef, operationID str
 	if !ok || !slices.Contains(c.ProjectIDs, t.ProjectRef) {
 		return nil, nil, false, ErrProjectNotAuthorized
 	}
-	hash, err := operation.HashRequest(map[string]any{"taskRef": taskRef, "session": c.SessionRef, "actor": c.ActorRef})
+	hash, err := idempotency.HashRequest(map[string]any{"taskRef": taskRef, "session": c.SessionRef, "actor": c.ActorRef})
 	if err != nil {
 		return nil, nil, false, err
 	}
-	key := operation.Key{GrantID: c.GrantID, Tool: "project_control.resume", OperationID: operationID}
+	key := idempotency.Key{GrantID: c.GrantID, Tool: "project_control.resume", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		opened, err := s.createExecution(ctx, c, root, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 		active, err := s.opts.Store.ActivateTask(ctx, taskRef, opened.ExecutionID)
 		if err != nil {

@@ -1,4 +1,4 @@
-package binding
+package executions
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func NewActivity(st *store.Store, log *slog.Logger) *Activity {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Activity{st: st, log: log.With("component", "binding")}
+	return &Activity{st: st, log: log.With("component", "executions")}
 }
 
 // Checkpoint appends a server-observed, already sanitized entry to the

@@ -1,10 +1,10 @@
-// Package binding owns executions (logical contexts on one Project) and the
+// Package executions owns executions (logical contexts on one Project) and the
 // bindings that tie a host session+Actor under one grant to its current
 // execution. Every Project tool resolves its execution here, and the full
 // re-check (grant, client, epochs, scopes, Project still approved, root
 // unchanged) runs on every resolution: it fails closed, never picking an
 // execution by recency or by being the only candidate.
-package binding
+package executions
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/instructions"
-	"github.com/devspace-dev/devspace/internal/operation"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/worktree"
@@ -69,7 +69,7 @@ type Caller struct {
 type Options struct {
 	Store      *store.Store
 	Catalog    *project.Catalog
-	Operations *operation.Service
+	Operations *idempotency.Service
 	Cursors    *cursor.Codec
 	FingerKey  []byte // key for root fingerprints
 	Fallbacks  []string
@@ -124,7 +124,7 @@ func New(opts Options) *Service {
 	if activity == nil {
 		activity = NewActivity(opts.Store, log)
 	}
-	return &Service{opts: opts, log: log.With("component", "binding"), queue: newFIFO(), activity: activity,
+	return &Service{opts: opts, log: log.With("component", "executions"), queue: newFIFO(), activity: activity,
 		threads: store.NewMemo[[2]string, []*store.Thread](256)}
 }
 
@@ -182,7 +182,7 @@ type storedOpen struct {
 // Open creates a new execution on projectRef (or the grant's only
 // Project) and binds the caller to it. An identical retry of the same
 // operationId replays the same execution; a different request under that
-// operationId is operation.ErrConflict.
+// operationId is idempotency.ErrConflict.
 func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID string, worktreeMode bool) (*Opened, bool, error) {
 	root, err := s.pickProject(c, projectRef)
 	if err != nil {
@@ -199,15 +199,15 @@ func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID st
 			return nil, false, fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
 		}
 	}
-	hash, err := operation.HashRequest(map[string]any{"projectRef": projectRef, "session": c.SessionRef, "actor": c.ActorRef, "worktree": worktreeMode})
+	hash, err := idempotency.HashRequest(map[string]any{"projectRef": projectRef, "session": c.SessionRef, "actor": c.ActorRef, "worktree": worktreeMode})
 	if err != nil {
 		return nil, false, err
 	}
-	key := operation.Key{GrantID: c.GrantID, Tool: "project_control.open", OperationID: operationID}
+	key := idempotency.Key{GrantID: c.GrantID, Tool: "project_control.open", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		res, err := s.createExecution(ctx, c, root, worktreeMode)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", operation.ErrNotStarted, err)
+			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 		return json.Marshal(res)
 	})

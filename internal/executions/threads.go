@@ -1,4 +1,4 @@
-package binding
+package executions
 
 import (
 	"context"
