@@ -252,7 +252,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			return nil, err
 		}
 	}
-	eopts := edits.Options{Operations: ops, Locks: locks, Journal: st, Executions: a.bindings, Instructions: a.bindings, Checkpoints: activity,
+	eopts := edits.Options{Operations: ops, Locks: locks, Journal: st, Instructions: a.bindings, Checkpoints: activity,
 		Metrics: m, Snapshots: a.snapshots, Intents: intents, Logger: log}
 	if a.disk != nil {
 		eopts.Disk = a.disk
@@ -260,7 +260,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	patches := edits.New(eopts)
 	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
 		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Locks: locks, GitConfine: gitConfine,
-		Tasks:       tasks.New(st, ops),
+		Tasks:       tasks.New(st, ops, activity),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
 		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, Edits: patches})

@@ -2,16 +2,22 @@ package commands_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/executions/executionstest"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -115,14 +121,14 @@ func newRigWith(t *testing.T, o rigOptions) *rig {
 	return r
 }
 
-func owner(exec string) commands.Owner {
-	return commands.Owner{GrantID: "grt_" + exec, ExecutionID: exec, SessionRef: "s"}
+// handle is exec's handle on proj, of grant grt_<exec>.
+func handle(exec string, proj project.Root) *executionstest.Handle {
+	return executionstest.New(exec, "grt_"+exec, proj)
 }
 
 func (r *rig) start(t *testing.T, exec, opID, shell string) commands.View {
 	t.Helper()
-	v, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(exec), Project: r.proj,
-		Command: commands.Command{OperationID: opID, Shell: true, Command: shell}, Sandbox: commands.SandboxWorkspaceWrite})
+	v, err := r.svc.Start(context.Background(), handle(exec, r.proj), commands.StartRequest{Command: commands.Command{OperationID: opID, Shell: true, Command: shell}, Sandbox: commands.SandboxWorkspaceWrite})
 	if err != nil {
 		t.Fatalf("start %s: %v", shell, err)
 	}
@@ -181,7 +187,7 @@ func TestCloseExecutions(t *testing.T) {
 		t.Errorf("closed execution's snapshot: %v, want undo.ErrNotFound", err)
 	}
 	read := func(exec string) (*commands.Output, error) {
-		return r.svc.Read(ctx, commands.ReadRequest{Owner: owner(exec), Ref: finished[exec].OutputRef, ByOutput: true,
+		return r.svc.Read(ctx, handle(exec, r.proj), commands.ReadRequest{Ref: finished[exec].OutputRef, ByOutput: true,
 			Mode: commands.ModePage, Limit: commands.OutputPageDefault})
 	}
 	if _, err := read("exe_a"); !errors.Is(err, commands.ErrNotFound) {
@@ -217,8 +223,7 @@ func TestStartErrors(t *testing.T) {
 		{"outside", "../", project.ErrPathDenied},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner("exe_e"), Project: r.proj,
-				Command: commands.Command{OperationID: tt.name, Program: "true", WorkingDirectory: tt.dir}, Sandbox: commands.SandboxReadOnly})
+			_, err := r.svc.Start(context.Background(), handle("exe_e", r.proj), commands.StartRequest{Command: commands.Command{OperationID: tt.name, Program: "true", WorkingDirectory: tt.dir}, Sandbox: commands.SandboxReadOnly})
 			if !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
@@ -227,5 +232,57 @@ func TestStartErrors(t *testing.T) {
 	v := r.start(t, "exe_e", "pwd", "pwd")
 	if !strings.HasSuffix(v.Output, "/project\n") || v.Sandbox != process.SandboxOff {
 		t.Errorf("pwd: %+v", v)
+	}
+}
+
+// closingHandle closes its execution right after its first Err answered
+// nil: the close lands after the check that follows the lease, while the
+// command starts, and after the close killed the (still empty) group.
+type closingHandle struct {
+	*executionstest.Handle
+	n atomic.Int32
+}
+
+func (h *closingHandle) Err() error {
+	err := h.Handle.Err()
+	if h.n.Add(1) == 1 {
+		h.Close()
+	}
+	return err
+}
+
+// TestStartOfAClosingExecution: a command of an execution that closed
+// before it started runs nothing; one whose execution closes while it
+// starts leaves no process, no slot and no scratch behind.
+func TestStartOfAClosingExecution(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	closed := handle("exe_c", r.proj)
+	closed.Close()
+	marker := fmt.Sprintf("closing-%d", time.Now().UnixNano())
+	cmd := func(op string) commands.StartRequest {
+		return commands.StartRequest{Command: commands.Command{OperationID: op, Shell: true,
+			Command: "echo x > \"$HOME/mark\"; exec sleep 30 # " + marker}, Sandbox: commands.SandboxWorkspaceWrite}
+	}
+	_, err := r.svc.Start(ctx, closed, cmd("before"))
+	if !errors.Is(err, executions.ErrExecutionRequired) || !errors.Is(err, idempotency.ErrNotStarted) {
+		t.Fatalf("start in a closed execution: %v; want not started, execution required", err)
+	}
+	_, err = r.svc.Start(ctx, &closingHandle{Handle: handle("exe_d", r.proj)}, cmd("while"))
+	if !errors.Is(err, executions.ErrExecutionRequired) {
+		t.Fatalf("start while the execution closes: %v; want execution required", err)
+	}
+	if pids := markedProcs(marker); len(pids) != 0 {
+		t.Errorf("processes left: %v", describeProcs(pids))
+	}
+	if n := r.svc.Running("exe_d"); n != 0 {
+		t.Errorf("%d commands of the closed execution in the table", n)
+	}
+	if n := r.procs.Running(); n != 0 {
+		t.Errorf("%d processes running", n)
+	}
+	sum := sha256.Sum256([]byte("exe_d")) // process.Manager's scratch name
+	if _, err := os.Stat(filepath.Join(r.dir, "scratch", hex.EncodeToString(sum[:12]))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("scratch of the closed execution: %v; want removed", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/commands"
+	"github.com/devspace-dev/devspace/internal/executions/executionstest"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/rootlock"
@@ -64,9 +65,8 @@ func (r *rig) startLeaseShapes(t *testing.T, timeout time.Duration) []*leaseCase
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.view, c.err = r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(c.exec), Project: c.proj,
-				Command: commands.Command{OperationID: "op", Shell: true, Command: s.command,
-					Environment: map[string]string{"DSMARK": c.marker}, TimeoutMs: timeout.Milliseconds()},
+			c.view, c.err = r.svc.Start(context.Background(), handle(c.exec, c.proj), commands.StartRequest{Command: commands.Command{OperationID: "op", Shell: true, Command: s.command,
+				Environment: map[string]string{"DSMARK": c.marker}, TimeoutMs: timeout.Milliseconds()},
 				Sandbox: commands.SandboxWorkspaceWrite})
 		}()
 	}
@@ -202,15 +202,14 @@ func TestLeaseFreeAfterSupervisorLost(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			r := newRigWith(t, mode.opts)
 			c := &leaseCase{shape: leaseShapes[2], exec: "exe_lost", proj: r.proj, marker: "dsmark" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-			v, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(c.exec), Project: c.proj,
-				Command: commands.Command{OperationID: "op", Shell: true, Command: c.shape.command,
-					Environment: map[string]string{"DSMARK": c.marker}},
+			v, err := r.svc.Start(context.Background(), handle(c.exec, c.proj), commands.StartRequest{Command: commands.Command{OperationID: "op", Shell: true, Command: c.shape.command,
+				Environment: map[string]string{"DSMARK": c.marker}},
 				Sandbox: commands.SandboxWorkspaceWrite})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.assertLeaseFreeAndTreeGone(t, c, 10*time.Second)
-			o, err := r.svc.Read(context.Background(), commands.ReadRequest{Owner: owner(c.exec), Ref: v.ProcessRef,
+			o, err := r.svc.Read(context.Background(), handle(c.exec, r.proj), commands.ReadRequest{Ref: v.ProcessRef,
 				Mode: commands.ModeTail, Limit: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -276,8 +275,7 @@ func TestReadOnlyCommandHoldsNoPatchBack(t *testing.T) {
 		blocks  bool
 	}{{commands.SandboxReadOnly, false}, {commands.SandboxWorkspaceWrite, true}} {
 		exec := "exe_" + tc.sandbox
-		if _, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: owner(exec), Project: r.proj,
-			Command: commands.Command{OperationID: "long", Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: tc.sandbox}); err != nil {
+		if _, err := r.svc.Start(context.Background(), handle(exec, r.proj), commands.StartRequest{Command: commands.Command{OperationID: "long", Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: tc.sandbox}); err != nil {
 			t.Fatalf("%s: %v", tc.sandbox, err)
 		}
 		lease, err := r.locks.Acquire(context.Background(), r.proj.Path, rootlock.Patch, 300*time.Millisecond)
@@ -301,8 +299,7 @@ func TestSlotShares(t *testing.T) {
 	start := func(grant, exec, projectRef, op string) error {
 		p := r.proj
 		p.Ref = projectRef
-		_, err := r.svc.Start(context.Background(), commands.StartRequest{Owner: commands.Owner{GrantID: grant, ExecutionID: exec, SessionRef: "s"},
-			Project: p, Command: commands.Command{OperationID: op, Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: commands.SandboxReadOnly})
+		_, err := r.svc.Start(context.Background(), executionstest.New(exec, grant, p), commands.StartRequest{Command: commands.Command{OperationID: op, Shell: true, Command: "sleep 60", TimeoutMs: 60000}, Sandbox: commands.SandboxReadOnly})
 		return err
 	}
 	// Ten starts of grant A on one Project at once: its share, no more.

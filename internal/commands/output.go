@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/process"
 )
 
@@ -81,18 +82,16 @@ const (
 
 // ReadRequest is one read_process_output call, checked by the edge.
 type ReadRequest struct {
-	Owner Owner
 	// Ref is a processRef, or an outputRef when ByOutput.
 	Ref      string
 	ByOutput bool
 	Mode     string // ModeLive, ModePage, ModeTail or ModeSearch
 	Query    string // ModeSearch: the literal to find
 	// Cursor continues a previous read ("" starts); cursors are signed for
-	// CursorBinding.
-	Cursor        string
-	CursorBinding cursor.Binding
-	Limit         int           // bytes per page, 1-OutputPageMax
-	Wait          time.Duration // ModeLive: wait this long for new output (0 means LiveWaitMax)
+	// the caller's execution.
+	Cursor string
+	Limit  int           // bytes per page, 1-OutputPageMax
+	Wait   time.Duration // ModeLive: wait this long for new output (0 means LiveWaitMax)
 }
 
 // Hit is one search match: its offset and line (at most 500 bytes).
@@ -116,14 +115,14 @@ type Output struct {
 // Errors: ErrNotFound; cursor errors for a cursor that does not decode,
 // ErrCursorMismatch for one of another command or mode; ErrOutputGone
 // when the retained output was retired under the read.
-func (s *Service) Read(ctx context.Context, req ReadRequest) (*Output, error) {
-	e, err := s.find(ctx, req.Owner, req.Ref, req.ByOutput)
+func (s *Service) Read(ctx context.Context, h executions.Handle, req ReadRequest) (*Output, error) {
+	e, err := s.find(ctx, ownerOf(h), req.Ref, req.ByOutput)
 	if err != nil {
 		return nil, err
 	}
 	var off int64
 	if req.Cursor != "" {
-		claims, err := s.opts.Cursors.Decode(req.Cursor, req.CursorBinding, "output")
+		claims, err := s.opts.Cursors.Decode(req.Cursor, executions.CursorBinding(h), "output")
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +167,7 @@ func (s *Service) Read(ctx context.Context, req ReadRequest) (*Output, error) {
 		}
 		out.Hits = hits
 		if next < st.RetainedBytes && len(hits) > 0 {
-			if out.NextCursor, err = s.cursor(req, e, next); err != nil {
+			if out.NextCursor, err = s.cursor(h, req, e, next); err != nil {
 				return nil, err
 			}
 		}
@@ -193,7 +192,7 @@ func (s *Service) Read(ctx context.Context, req ReadRequest) (*Output, error) {
 	out.Output = strings.ToValidUTF8(string(b), "\uFFFD")
 	next := off + int64(len(b))
 	if next < st.RetainedBytes || (req.Mode == ModeLive && st.Status == process.StatusRunning) {
-		if out.NextCursor, err = s.cursor(req, e, next); err != nil {
+		if out.NextCursor, err = s.cursor(h, req, e, next); err != nil {
 			return nil, err
 		}
 	}
@@ -211,8 +210,8 @@ func readError(err error) error {
 	return fmt.Errorf("read output: %w", err)
 }
 
-func (s *Service) cursor(req ReadRequest, e *entry, off int64) (string, error) {
-	return s.opts.Cursors.Encode(req.CursorBinding, cursor.Claims{Kind: "output", Resource: e.outputRef,
+func (s *Service) cursor(h executions.Handle, req ReadRequest, e *entry, off int64) (string, error) {
+	return s.opts.Cursors.Encode(executions.CursorBinding(h), cursor.Claims{Kind: "output", Resource: e.outputRef,
 		QueryHash: req.Mode + "\x00" + req.Query, Offset: off})
 }
 

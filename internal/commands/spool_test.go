@@ -22,7 +22,7 @@ func TestOutputGrantShare(t *testing.T) {
 	r := newRigWith(t, rigOptions{maxSpool: spool})
 	ctx := context.Background()
 	read := func(exec, ref, mode string, limit int) (*commands.Output, error) {
-		return r.svc.Read(ctx, commands.ReadRequest{Owner: owner(exec), Ref: ref, ByOutput: true, Mode: mode, Limit: limit})
+		return r.svc.Read(ctx, handle(exec, r.proj), commands.ReadRequest{Ref: ref, ByOutput: true, Mode: mode, Limit: limit})
 	}
 	// What fill writes: a head line, n bytes of c, a tail line.
 	fill := func(c byte, n int) string {
@@ -134,7 +134,7 @@ func TestOutputPressureSweep(t *testing.T) {
 	r.start(t, "exe_a", "a1", "head -c 1048576 /dev/zero")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := r.svc.Read(ctx, commands.ReadRequest{Owner: owner("exe_a"), Ref: first.OutputRef, ByOutput: true, Mode: commands.ModeTail, Limit: 1})
+		_, err := r.svc.Read(ctx, handle("exe_a", r.proj), commands.ReadRequest{Ref: first.OutputRef, ByOutput: true, Mode: commands.ModeTail, Limit: 1})
 		if errors.Is(err, commands.ErrNotFound) {
 			return
 		}

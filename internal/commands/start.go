@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -33,12 +34,17 @@ const (
 // DefaultTimeout is a command's timeout when Command.TimeoutMs is 0.
 const DefaultTimeout = 10 * time.Minute
 
-// Owner is whose commands a call may see: the grant and the execution the
+// owner is whose commands a call may see: the grant and the execution the
 // edge resolved for the caller, and the caller's session.
-type Owner struct {
+type owner struct {
 	GrantID     string
 	ExecutionID string
 	SessionRef  string
+}
+
+func ownerOf(h executions.Handle) owner {
+	c := h.Caller()
+	return owner{GrantID: c.GrantID, ExecutionID: h.ID(), SessionRef: c.SessionRef}
 }
 
 // Command is what exec_command asks to run, checked by the edge. Its
@@ -84,8 +90,6 @@ func (c Command) checkSecrets() error {
 
 // StartRequest is one exec_command call.
 type StartRequest struct {
-	Owner   Owner
-	Project project.Root // the execution's Project (Path is a managed worktree's, Source its repository)
 	Command Command
 	// Sandbox is the effective sandbox the edge chose: SandboxReadOnly or
 	// SandboxWorkspaceWrite.
@@ -97,6 +101,10 @@ type storedStart struct {
 	ProcessRef string `json:"processRef"`
 	OutputRef  string `json:"outputRef"`
 }
+
+// reasonClosedWhileStarting is the kill reason of a command whose
+// execution closed while it started.
+const reasonClosedWhileStarting = "execution_closed"
 
 // Start runs a command in the execution's Project, once per operationId:
 // an identical retry replays the first call's command (View.Replayed), a
@@ -114,11 +122,12 @@ type storedStart struct {
 // operation errors; a *secret.Error when the command holds a literal
 // credential (nothing is recorded then). Errors of a command that did not
 // start wrap idempotency.ErrNotStarted.
-func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
+func (s *Service) Start(ctx context.Context, h executions.Handle, req StartRequest) (View, error) {
 	if err := req.Command.checkSecrets(); err != nil {
 		return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
-	dir, err := workingDir(req.Project, req.Command.WorkingDirectory)
+	proj := h.Project() // Path is a managed worktree's, Source its repository
+	dir, err := workingDir(proj, req.Command.WorkingDirectory)
 	if err != nil {
 		return View{}, err
 	}
@@ -128,15 +137,15 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 	}
 	// Before the operation's record, which the low disk may refuse too.
 	if s.opts.Disk != nil {
-		if err := s.opts.Disk.CheckCommand(req.Project.Path, req.Sandbox != SandboxReadOnly); err != nil {
+		if err := s.opts.Disk.CheckCommand(proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
 			return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 		}
 	}
-	o := req.Owner
+	o := ownerOf(h)
 	key := idempotency.Key{GrantID: o.GrantID, ExecutionID: o.ExecutionID, Tool: "exec_command", OperationID: req.Command.OperationID}
 	var started *entry
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
-		e, err := s.start(ctx, req, dir)
+		e, err := s.start(ctx, h, req, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -177,9 +186,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (View, error) {
 
 // start is the effect of Start: the command started, recorded and in the
 // table. Its errors wrap idempotency.ErrNotStarted unless the command ran.
-func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*entry, error) {
-	proj, cmd := req.Project, req.Command
-	release, err := s.table.reserve(req.Owner.GrantID, proj.Ref)
+func (s *Service) start(ctx context.Context, h executions.Handle, req StartRequest, dir string) (*entry, error) {
+	proj, cmd, o := h.Project(), req.Command, ownerOf(h)
+	release, err := s.table.reserve(o.GrantID, proj.Ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
@@ -193,9 +202,13 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
 	}
+	if err := h.Err(); err != nil {
+		lease.Release()
+		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+	}
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
-		Tenant: req.Owner.GrantID, // a grant's commands share its bounds (processes, memory, CPU, output spool): one grant never crowds out another
+		Tenant: o.GrantID, // a grant's commands share its bounds (processes, memory, CPU, output spool): one grant never crowds out another
 		Env:    process.MergeEnv(s.baseEnv, cmd.Environment),
 		TTY:    cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
 		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
@@ -208,7 +221,6 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 		// writable (its hooks and config run on the owner's host).
 		spec.ReadPaths = []string{filepath.Join(proj.Source, ".git")}
 	}
-	o := req.Owner
 	p, err := s.opts.Processes.Start(ctx, o.ExecutionID, spec)
 	if err != nil {
 		lease.Release()
@@ -234,16 +246,18 @@ func (s *Service) start(ctx context.Context, req StartRequest, dir string) (*ent
 		}
 		recorded = true
 	}
-	if !s.table.add(e) {
-		// The execution was closed (its grant revoked) while this command
-		// started, after the close killed its group: nothing may stay.
+	if err := s.table.add(e, h); err != nil {
+		// The execution closed while this command started, and its close
+		// may have killed the group before the command was there:
+		// nothing may stay, its scratch included.
 		_ = p.Remove()
 		<-p.Done()
+		s.opts.Processes.KillGroup(e.execID, reasonClosedWhileStarting)
 		if recorded {
 			_ = s.opts.Outputs.RetireExecutions(context.WithoutCancel(ctx), []string{e.execID})
 		}
 		lease.Release()
-		return nil, process.ErrGroupClosed
+		return nil, err // it ran for a moment: outcome unknown
 	}
 	s.recording.Add(1)
 	go s.afterExit(e, lease, recorded)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/process"
 )
@@ -32,7 +33,8 @@ type Input struct {
 // process.ErrRevisionConflict, process.ErrStdinClosed,
 // process.ErrStdinFull from the process (wrapping
 // idempotency.ErrNotStarted); operation errors.
-func (s *Service) WriteStdin(ctx context.Context, o Owner, in Input) (View, error) {
+func (s *Service) WriteStdin(ctx context.Context, h executions.Handle, in Input) (View, error) {
+	o := ownerOf(h)
 	e, err := s.find(ctx, o, in.ProcessRef, false)
 	if err != nil {
 		return View{}, err

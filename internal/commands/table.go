@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/process"
 )
 
@@ -59,25 +60,20 @@ type table struct {
 	byRef  map[string]*entry
 	byOut  map[string]*entry
 	byExec map[string][]*entry
-	// dropped are the executions dropExec closed, with when: a command
-	// of one that finishes starting afterwards is not added (add). Kept
-	// for droppedTTL, longer than any start takes.
-	dropped map[string]time.Time
 	// pending counts slots reserved (reserve) and not yet in byRef, by
 	// Project ref, grant ID and grant ID + NUL + Project ref.
 	pending map[string]int
 }
 
-// droppedTTL is how long add refuses a dropped execution's commands.
-const droppedTTL = 10 * time.Minute
-
-// add records e; it reports false, recording nothing, when e's execution
-// was dropped meanwhile.
-func (t *table) add(e *entry) bool {
+// add records e, or returns h.Err() when its execution closed
+// meanwhile. The check is under the table's lock, and a close cancels the
+// handle before it drops the execution's commands (dropExec): so either
+// add sees the close, or dropExec finds e.
+func (t *table) add(e *entry, h executions.Handle) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.dropped[e.execID]; ok {
-		return false
+	if err := h.Err(); err != nil {
+		return err
 	}
 	if t.byRef == nil {
 		t.byRef, t.byOut, t.byExec = map[string]*entry{}, map[string]*entry{}, map[string][]*entry{}
@@ -85,7 +81,7 @@ func (t *table) add(e *entry) bool {
 	t.byRef[e.ref] = e
 	t.byOut[e.outputRef] = e
 	t.byExec[e.execID] = append(t.byExec[e.execID], e)
-	return true
+	return nil
 }
 
 // reserve takes a command slot for grant on project, or says which
@@ -211,16 +207,6 @@ func (t *table) retire(e *entry) bool {
 // dropExec forgets an execution's commands and returns them.
 func (t *table) dropExec(execID string) []*entry {
 	t.mu.Lock()
-	now := time.Now()
-	if t.dropped == nil {
-		t.dropped = map[string]time.Time{}
-	}
-	for id, at := range t.dropped {
-		if now.Sub(at) > droppedTTL {
-			delete(t.dropped, id)
-		}
-	}
-	t.dropped[execID] = now
 	es := t.byExec[execID]
 	delete(t.byExec, execID)
 	for _, e := range es {
@@ -234,7 +220,7 @@ func (t *table) dropExec(execID string) []*entry {
 // find looks a ref up among the caller's commands in memory, then among
 // the retained ones. Errors: ErrNotFound when the caller's execution has
 // no such command; a failed retention lookup.
-func (s *Service) find(ctx context.Context, o Owner, ref string, byOutput bool) (*entry, error) {
+func (s *Service) find(ctx context.Context, o owner, ref string, byOutput bool) (*entry, error) {
 	if e := s.table.lookup(ref, byOutput, o.GrantID, o.ExecutionID); e != nil {
 		return e, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -51,7 +52,7 @@ type Applied struct {
 // ErrIfMatchAmbiguous, *InstructionsRequiredError, store.ErrJournalFull,
 // rootlock.ErrBusy, executions.ErrProjectUnavailable, and those of
 // idempotency.Service.Do (ErrConflict, ErrOutcomeUnknown, …).
-func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Applied, error) {
+func (s *Service) Apply(ctx context.Context, h executions.Handle, req ApplyRequest) (*Applied, error) {
 	p, err := patch.Parse(req.Patch)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func (s *Service) Apply(ctx context.Context, t Target, req ApplyRequest) (*Appli
 		return nil, err
 	}
 	request := map[string]any{"patch": req.Patch, "ifMatch": json.RawMessage(canonicalJSON(req.IfMatch)), "allowSensitive": req.AllowSensitive}
-	out, replayed, err := once(ctx, s, t, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
+	out, replayed, err := once(ctx, s, h, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
 		// Nested instructions the model has not seen yet come first.
 		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.Root, paths)
 		if err != nil {

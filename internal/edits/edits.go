@@ -89,11 +89,6 @@ type Instructions interface {
 	InstructionsDelta(ctx context.Context, e *store.Execution, r *os.Root, paths []string) ([]executions.DeltaFile, error)
 }
 
-// Executions reads an execution as it is now (store.Store).
-type Executions interface {
-	ExecutionByID(ctx context.Context, id string) (*store.Execution, error)
-}
-
 // Checkpointer records a sanitized entry on an execution's Thread
 // (executions.Activity).
 type Checkpointer interface {
@@ -115,11 +110,7 @@ type Options struct {
 	Journal      Journal
 	Instructions Instructions
 	Checkpoints  Checkpointer
-	// Executions is read again once a call holds the Project's lock, so
-	// that an execution closed while the call waited (a revoked grant)
-	// changes nothing; the server always sets it. Nil skips the check.
-	Executions Executions
-	Metrics    *metrics.Metrics
+	Metrics      *metrics.Metrics
 	// Snapshots keeps what each patch changed so that Undo can revert it;
 	// nil disables undo (Undo returns ErrUndoDisabled) and recording.
 	Snapshots *undo.Store
@@ -166,15 +157,6 @@ func New(opts Options) *Service {
 // UndoEnabled reports whether the Service keeps undo snapshots.
 func (s *Service) UndoEnabled() bool { return s.opts.Snapshots != nil }
 
-// Target is what a call works on, resolved and re-checked by the caller:
-// the caller's grant (operation records are keyed by it), its execution
-// and the directory of the execution's Project.
-type Target struct {
-	GrantID   string
-	Execution *store.Execution
-	Dir       string
-}
-
 // File is what a patch, undo or redo did to one path. Its JSON form is the
 // one stored for replay and in the journal.
 type File struct {
@@ -195,29 +177,21 @@ type workspace struct {
 	exec           *store.Execution
 }
 
-// open takes t's root lock for writing and opens its directory, then
-// reads t's execution again: the caller checked it before waiting for the
-// lock (up to LockTimeout), and a grant revoked or a Thread closed
-// meanwhile must not see its patch committed after the close. Errors:
-// rootlock.ErrBusy, ctx.Err(), rootlock.ErrRootUnavailable,
-// executions.ErrExecutionRequired (closed since).
-func (s *Service) open(ctx context.Context, t Target) (*workspace, error) {
-	h, err := s.opts.Locks.AcquireRoot(ctx, t.Dir, rootlock.Patch, s.opts.LockTimeout)
+// open takes h's root lock for writing and opens its directory, then
+// checks h: the caller resolved it before waiting for the lock (up to
+// LockTimeout), and a grant revoked or a Thread closed meanwhile must not
+// see its patch committed after the close. Errors: rootlock.ErrBusy,
+// ctx.Err(), rootlock.ErrRootUnavailable, executions.ErrExecutionClosed.
+func (s *Service) open(ctx context.Context, h executions.Handle) (*workspace, error) {
+	held, err := s.opts.Locks.AcquireRoot(ctx, h.Project().Path, rootlock.Patch, s.opts.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.Executions != nil {
-		e, err := s.opts.Executions.ExecutionByID(ctx, t.Execution.ID)
-		switch {
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			h.Close()
-			return nil, fmt.Errorf("edits: read the execution: %w", err)
-		case err != nil || e.ClosedAt != nil:
-			h.Close()
-			return nil, fmt.Errorf("edits: execution closed while waiting for the Project: %w", executions.ErrExecutionRequired)
-		}
+	if err := h.Err(); err != nil {
+		held.Close()
+		return nil, err
 	}
-	return &workspace{Held: h, exec: t.Execution}, nil
+	return &workspace{Held: held, exec: h.Execution()}, nil
 }
 
 func (w *workspace) close() { w.Close() }
@@ -227,14 +201,14 @@ func (w *workspace) close() { w.Close() }
 // and request. It returns the typed value effect produced, or, when the
 // operation is replayed, the stored one decoded into a new T; effect's
 // result is marshalled once, for storage.
-func once[T any](ctx context.Context, s *Service, t Target, tool, operationID string, request any,
+func once[T any](ctx context.Context, s *Service, h executions.Handle, tool, operationID string, request any,
 	effect func(ctx context.Context, w *workspace) (*T, error)) (_ *T, replayed bool, _ error) {
 	if s.opts.Disk != nil {
-		if err := s.opts.Disk.CheckPatch(t.Dir); err != nil {
+		if err := s.opts.Disk.CheckPatch(h.Project().Path); err != nil {
 			return nil, false, err
 		}
 	}
-	w, err := s.open(ctx, t)
+	w, err := s.open(ctx, h)
 	if err != nil {
 		return nil, false, err
 	}
@@ -243,7 +217,7 @@ func once[T any](ctx context.Context, s *Service, t Target, tool, operationID st
 	if err != nil {
 		return nil, false, err
 	}
-	key := idempotency.Key{GrantID: t.GrantID, ExecutionID: t.Execution.ID, Tool: tool, OperationID: operationID}
+	key := idempotency.Key{GrantID: h.Caller().GrantID, ExecutionID: h.ID(), Tool: tool, OperationID: operationID}
 	var fresh *T
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		out, err := effect(ctx, w)

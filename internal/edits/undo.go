@@ -3,6 +3,7 @@ package edits
 import (
 	"context"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -43,11 +44,11 @@ type Undone struct {
 // ErrNotUndone, those of patch.Restore (*RestoreConflict,
 // ErrUndoConflict, ErrRollbackIncomplete, …), rootlock.ErrBusy,
 // executions.ErrProjectUnavailable, and those of idempotency.Service.Do.
-func (s *Service) Undo(ctx context.Context, t Target, req UndoRequest) (*Undone, error) {
+func (s *Service) Undo(ctx context.Context, h executions.Handle, req UndoRequest) (*Undone, error) {
 	if s.opts.Snapshots == nil {
 		return nil, ErrUndoDisabled
 	}
-	out, replayed, err := once(ctx, s, t, undoTool, req.OperationID, req, func(ctx context.Context, w *workspace) (*Undone, error) {
+	out, replayed, err := once(ctx, s, h, undoTool, req.OperationID, req, func(ctx context.Context, w *workspace) (*Undone, error) {
 		var snap *undo.Snapshot
 		var err error
 		if req.PatchOperationID != "" {

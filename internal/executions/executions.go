@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/idempotency"
@@ -108,10 +106,8 @@ type Service struct {
 	queue    *fifo
 	activity *Activity
 	threads  *store.Memo[[2]string, []*store.Thread] // Threads by grant and Actor
-	// closing holds executions closed in memory whose close is not
-	// recorded yet (CloseGrants): a call already past verification that
-	// reads the store now must not find them open.
-	closing sync.Map // execution ID -> struct{}
+	// reg closes executions in memory first (handles, tombstones).
+	reg *registry
 }
 
 // New builds a Service.
@@ -125,7 +121,7 @@ func New(opts Options) *Service {
 		activity = NewActivity(opts.Store, log)
 	}
 	return &Service{opts: opts, log: log.With("component", "executions"), queue: newFIFO(), activity: activity,
-		threads: store.NewMemo[[2]string, []*store.Thread](256)}
+		threads: store.NewMemo[[2]string, []*store.Thread](256), reg: newRegistry()}
 }
 
 // Lock serializes open/resume/hydrate/interrupt for one session+Actor in
@@ -361,18 +357,24 @@ func (s *Service) Hydrate(ctx context.Context, c Caller, cur string) (*Opened, e
 	return &Opened{ProjectRef: root.Ref, Label: root.Label, Status: "open", Instructions: in, executionID: e.ID}, nil
 }
 
-// Resolve returns the caller's bound execution after the full re-check, for
-// Project tools. It refuses with ErrInstructionsRequired while root
-// instruction pages are undelivered.
-func (s *Service) Resolve(ctx context.Context, c Caller) (*store.Execution, project.Root, error) {
+// Resolve hands out the caller's bound execution after the full
+// re-check, for Project tools; release the handle when the call ends. It
+// refuses with ErrInstructionsRequired while root instruction pages are
+// undelivered, and with ErrExecutionRequired once the execution closed
+// (also in memory only, before the store records it).
+func (s *Service) Resolve(ctx context.Context, c Caller) (Handle, error) {
 	e, root, err := s.resolve(ctx, c)
 	if err != nil {
-		return nil, project.Root{}, err
+		return nil, err
 	}
 	if e.InstructionsPending {
-		return nil, project.Root{}, ErrInstructionsRequired
+		return nil, ErrInstructionsRequired
 	}
-	return e, root, nil
+	l, ok := s.reg.acquire(e.ID)
+	if !ok {
+		return nil, ErrExecutionRequired
+	}
+	return &handle{exec: e, caller: c, proj: root, live: l}, nil
 }
 
 func (s *Service) resolve(ctx context.Context, c Caller) (*store.Execution, project.Root, error) {
@@ -407,7 +409,7 @@ func (s *Service) resolve(ctx context.Context, c Caller) (*store.Execution, proj
 // stale names why an execution no longer serves the caller, or "".
 func (s *Service) stale(c Caller, e *store.Execution) string {
 	switch {
-	case e.ClosedAt != nil, s.isClosing(e.ID):
+	case e.ClosedAt != nil, s.reg.isClosed(e.ID):
 		return "closed"
 	case e.GrantID != c.GrantID, e.ClientID != c.ClientID:
 		return "grant"
@@ -438,17 +440,13 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		s.closing.Store(id, struct{}{})
-	}
+	s.reg.markClosed(ids)
 	if len(ids) > 0 {
 		s.opts.Resources.CloseExecutions(ctx, ids, reason)
 	}
 	closed, err := s.opts.Store.CloseExecutions(ctx, grantIDs, reason)
 	if err == nil {
-		for _, id := range ids {
-			s.closing.Delete(id)
-		}
+		s.reg.recorded(ids)
 	}
 	// An execution opened by a call already past verification when the
 	// grant was revoked: close what it owns too.
@@ -459,28 +457,11 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 		}
 	}
 	if len(late) > 0 {
+		s.reg.markClosed(late)
 		s.opts.Resources.CloseExecutions(ctx, late, reason)
+		s.reg.recorded(late)
 	}
 	return err
-}
-
-func (s *Service) isClosing(id string) bool {
-	_, ok := s.closing.Load(id)
-	return ok
-}
-
-// ExecutionByID reads an execution as it is now: closed if CloseGrants
-// closed it in memory and has not recorded it yet (edits reads it again
-// once it holds a Project's lock, which a revocation's kill may free).
-func (s *Service) ExecutionByID(ctx context.Context, id string) (*store.Execution, error) {
-	e, err := s.opts.Store.ExecutionByID(ctx, id)
-	if err != nil || e.ClosedAt != nil || !s.isClosing(id) {
-		return e, err
-	}
-	closed := *e
-	now := time.Now()
-	closed.ClosedAt = &now
-	return &closed, nil
 }
 
 // CloseRemovedProjects closes executions on Projects that left the
@@ -495,7 +476,9 @@ func (s *Service) CloseRemovedProjects(ctx context.Context) error {
 		return err
 	}
 	if len(ids) > 0 {
+		s.reg.markClosed(ids)
 		s.opts.Resources.CloseExecutions(ctx, ids, "project_removed")
+		s.reg.recorded(ids)
 	}
 	return nil
 }
@@ -512,17 +495,18 @@ func (s *Service) Interrupt(ctx context.Context, c Caller) (int, error) {
 
 // EncodeCursor signs a continuation cursor bound to the caller's grant,
 // epochs, session and execution.
-func (s *Service) EncodeCursor(c Caller, e *store.Execution, claims cursor.Claims) (string, error) {
-	return s.opts.Cursors.Encode(s.cursorBinding(c, e), claims)
+func (s *Service) EncodeCursor(h Handle, claims cursor.Claims) (string, error) {
+	return s.opts.Cursors.Encode(CursorBinding(h), claims)
 }
 
 // DecodeCursor verifies a cursor for the caller's execution and kind.
-func (s *Service) DecodeCursor(c Caller, e *store.Execution, cur, kind string) (cursor.Claims, error) {
-	return s.opts.Cursors.Decode(cur, s.cursorBinding(c, e), kind)
+func (s *Service) DecodeCursor(h Handle, cur, kind string) (cursor.Claims, error) {
+	return s.opts.Cursors.Decode(cur, CursorBinding(h), kind)
 }
 
-// CursorBinding is what a continuation cursor of the caller's execution
-// is signed for (its grant, epochs, session and execution).
-func (s *Service) CursorBinding(c Caller, e *store.Execution) cursor.Binding {
-	return s.cursorBinding(c, e)
+// CursorBinding is what a continuation cursor of h's execution is signed
+// for (its grant, epochs, session and execution).
+func CursorBinding(h Handle) cursor.Binding {
+	c := h.Caller()
+	return cursor.Binding{GrantID: c.GrantID, Epoch: c.GlobalEpoch<<32 | c.GrantEpoch, ExecutionID: h.ID(), SessionRef: c.SessionRef}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -35,7 +34,7 @@ func newServiceSpecs(t testing.TB, st *store.Store, specs []project.Spec) *Servi
 	// A commands service without a process manager: executions own no
 	// commands here.
 	return New(Options{Store: st, Catalog: cat, Operations: idempotency.New(st, idempotency.Options{}),
-		Cursors: cursor.New(key, cursor.Options{}), FingerKey: key, Resources: commands.New(commands.Options{})})
+		Cursors: cursor.New(key, cursor.Options{}), FingerKey: key, Resources: nopResources{}})
 }
 
 func TestResolveRechecks(t *testing.T) {
@@ -55,7 +54,7 @@ func TestResolveRechecks(t *testing.T) {
 	c := Caller{GrantID: "g1", ClientID: "c1", Scopes: []string{"project:read"}, ProjectIDs: []string{alphaRef, betaRef},
 		GrantEpoch: 1, GlobalEpoch: 1, SessionRef: "s1", ActorRef: "a1"}
 
-	if _, _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
+	if _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
 		t.Fatalf("before open: %v", err)
 	}
 	if _, _, err := svc.Open(ctx, c, "", "op0", false); !errors.Is(err, ErrProjectRefRequired) {
@@ -65,7 +64,7 @@ func TestResolveRechecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrInstructionsRequired) {
+	if _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrInstructionsRequired) {
 		t.Fatalf("with pages pending: %v", err)
 	}
 	for cur := opened.Instructions.NextCursor; cur != ""; {
@@ -75,7 +74,7 @@ func TestResolveRechecks(t *testing.T) {
 		}
 		cur = h.Instructions.NextCursor
 	}
-	if _, _, err := svc.Resolve(ctx, c); err != nil {
+	if _, err := svc.Resolve(ctx, c); err != nil {
 		t.Fatalf("after all pages: %v", err)
 	}
 	stale := map[string]func(Caller) Caller{
@@ -89,14 +88,14 @@ func TestResolveRechecks(t *testing.T) {
 		"other grant":       func(c Caller) Caller { c.GrantID = "g2"; return c },
 	}
 	for name, mutate := range stale {
-		if _, _, err := svc.Resolve(ctx, mutate(c)); !errors.Is(err, ErrExecutionRequired) {
+		if _, err := svc.Resolve(ctx, mutate(c)); !errors.Is(err, ErrExecutionRequired) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	// Root replaced by another directory at the same path.
 	os.Rename(alpha, filepath.Join(dir, "alpha-old"))
 	os.Mkdir(alpha, 0o755)
-	if _, _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
+	if _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
 		t.Fatalf("replaced root: %v", err)
 	}
 	// Beta, then beta removed from the configuration: closed at startup.
@@ -107,7 +106,7 @@ func TestResolveRechecks(t *testing.T) {
 	if err := svc2.CloseRemovedProjects(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := newService(t, st, map[string]string{"alpha": alpha, "beta": beta}).Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
+	if _, err := newService(t, st, map[string]string{"alpha": alpha, "beta": beta}).Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
 		t.Fatalf("execution of a removed project still resolves: %v", err)
 	}
 	// Revocation closes the grant's executions.
@@ -117,7 +116,14 @@ func TestResolveRechecks(t *testing.T) {
 	if err := svc.CloseGrants(ctx, []string{"g1"}, "grant_revoked"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
+	if _, err := svc.Resolve(ctx, c); !errors.Is(err, ErrExecutionRequired) {
 		t.Fatalf("after revocation: %v", err)
 	}
 }
+
+// nopResources owns nothing: these tests start no command.
+type nopResources struct{}
+
+func (nopResources) CloseExecutions(context.Context, []string, string) {}
+func (nopResources) Interrupt(context.Context, string) (int, error)    { return 0, nil }
+func (nopResources) Running(string) int                                { return 0 }

@@ -153,10 +153,13 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 		if err := s.removeWorktree(ctx, t.ExecutionID); err != nil {
 			return nil, err
 		}
+		closing := []string{t.ExecutionID}
+		s.reg.markClosed(closing)
+		s.opts.Resources.CloseExecutions(ctx, closing, "thread_closed")
 		if err := s.opts.Store.CloseExecution(ctx, t.ExecutionID, "thread_closed"); err != nil {
 			return nil, err
 		}
-		s.opts.Resources.CloseExecutions(ctx, []string{t.ExecutionID}, "thread_closed")
+		s.reg.recorded(closing)
 	}
 	updated, err := s.opts.Store.SetThreadStatus(ctx, ref, ifMatch, status)
 	if errors.Is(err, store.ErrThreadRevision) {

@@ -128,7 +128,7 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 		text = b.String()
 	}
 	if in.Cursor != "" {
-		claims, err := s.opts.Bindings.DecodeCursor(c.caller, w.exec, in.Cursor, "changes")
+		claims, err := s.opts.Bindings.DecodeCursor(w.handle, in.Cursor, "changes")
 		if err != nil {
 			return out, err
 		}
@@ -146,7 +146,7 @@ func (s *Server) showChanges(ctx context.Context, c *call, in *showChangesIn) (s
 	page, next, done := review.Page(text, out.Offset, changesPageBytes)
 	out.Patch = page
 	if !done {
-		out.NextCursor, err = s.opts.Bindings.EncodeCursor(c.caller, w.exec, cursor.Claims{Kind: "changes", Resource: in.Source,
+		out.NextCursor, err = s.opts.Bindings.EncodeCursor(w.handle, cursor.Claims{Kind: "changes", Resource: in.Source,
 			Revision: out.Revision, Offset: int64(next)})
 		if err != nil {
 			return out, err

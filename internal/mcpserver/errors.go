@@ -94,9 +94,7 @@ func mapError(err error) *ToolError {
 	case errors.As(err, &credential):
 		return notStarted(toolErr("secret_persistence_blocked", "This looks like a credential ("+credential.Kind+" in "+credential.Field+
 			"); nothing was run or saved. Remove it and call again: a command should read a secret from a file, not carry it in its text."))
-	case errors.Is(err, executions.ErrExecutionRequired), errors.Is(err, process.ErrGroupClosed):
-		// ErrGroupClosed: the execution was closed (revoked) while the
-		// command waited to start.
+	case errors.Is(err, executions.ErrExecutionRequired):
 		return toolErr("project_execution_required",
 			"No open Project in this conversation: call project_control with action open (or hydrate after a reconnect).",
 			"project_control open", "project_control hydrate")

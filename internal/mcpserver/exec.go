@@ -200,24 +200,16 @@ func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processO
 	if err != nil {
 		return fail(err)
 	}
-	if err := c.requireSession(); err != nil {
-		return fail(err)
-	}
-	e, proj, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return fail(err)
 	}
-	v, err := s.opts.Commands.Start(ctx, commands.StartRequest{Owner: owner(c, e.ID), Project: proj,
-		Command: commands.Command(*in), Sandbox: sandbox})
+	defer x.Release()
+	v, err := s.opts.Commands.Start(ctx, x, commands.StartRequest{Command: commands.Command(*in), Sandbox: sandbox})
 	if err != nil {
 		return fail(err)
 	}
 	return render(v), nil
-}
-
-// owner is the caller's side of a command call.
-func owner(c *call, executionID string) commands.Owner {
-	return commands.Owner{GrantID: c.caller.GrantID, ExecutionID: executionID, SessionRef: c.caller.SessionRef}
 }
 
 // ---- write_stdin ----
@@ -254,14 +246,12 @@ func (in *writeStdinIn) validate() error {
 }
 
 func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (processOut, error) {
-	if err := c.requireSession(); err != nil {
-		return processOut{}, err
-	}
-	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return processOut{}, err
 	}
-	v, err := s.opts.Commands.WriteStdin(ctx, owner(c, e.ID), commands.Input(*in))
+	defer x.Release()
+	v, err := s.opts.Commands.WriteStdin(ctx, x, commands.Input(*in))
 	if errors.Is(err, commands.ErrNotFound) {
 		return processOut{}, err
 	}
@@ -324,20 +314,17 @@ type readOutputOut struct {
 }
 
 func (s *Server) readProcessOutput(ctx context.Context, c *call, in *readOutputIn) (readOutputOut, error) {
-	if err := c.requireSession(); err != nil {
-		return readOutputOut{}, err
-	}
-	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return readOutputOut{}, err
 	}
-	req := commands.ReadRequest{Owner: owner(c, e.ID), Ref: in.ProcessRef, Mode: in.Mode, Query: in.Query,
-		Cursor: in.Cursor, CursorBinding: s.opts.Bindings.CursorBinding(c.caller, e), Limit: in.Limit,
+	defer x.Release()
+	req := commands.ReadRequest{Ref: in.ProcessRef, Mode: in.Mode, Query: in.Query, Cursor: in.Cursor, Limit: in.Limit,
 		Wait: time.Duration(in.WaitMs) * time.Millisecond}
 	if in.OutputRef != "" {
 		req.Ref, req.ByOutput = in.OutputRef, true
 	}
-	o, err := s.opts.Commands.Read(ctx, req)
+	o, err := s.opts.Commands.Read(ctx, x, req)
 	if err != nil {
 		return readOutputOut{}, err
 	}

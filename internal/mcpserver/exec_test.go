@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
 )
 
 var execScopes = map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}

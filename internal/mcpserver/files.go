@@ -228,7 +228,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 	sum := sha256.Sum256([]byte(query))
 	qh := hex.EncodeToString(sum[:8])
 	if in.Cursor != "" {
-		claims, err := s.opts.Bindings.DecodeCursor(c.caller, w.exec, in.Cursor, "skills")
+		claims, err := s.opts.Bindings.DecodeCursor(w.handle, in.Cursor, "skills")
 		if err != nil {
 			return skillsOut{}, err
 		}
@@ -246,7 +246,7 @@ func (s *Server) skillsTool(ctx context.Context, c *call, in *skillsIn) (skillsO
 	}
 	out := skillsOut{Skills: items}
 	if !done {
-		out.NextCursor, err = s.opts.Bindings.EncodeCursor(c.caller, w.exec, cursor.Claims{Kind: "skills", QueryHash: qh, Offset: int64(next)})
+		out.NextCursor, err = s.opts.Bindings.EncodeCursor(w.handle, cursor.Claims{Kind: "skills", QueryHash: qh, Offset: int64(next)})
 		if err != nil {
 			return skillsOut{}, err
 		}

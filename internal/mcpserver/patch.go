@@ -67,28 +67,16 @@ func registerPatchTools(s *Server) {
 }
 
 func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (applyPatchOut, error) {
-	t, err := s.editTarget(ctx, c)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return applyPatchOut{}, s.editError(in.OperationID, err)
 	}
-	a, err := s.opts.Edits.Apply(ctx, t, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: in.IfMatch, AllowSensitive: in.AllowSensitive})
+	defer x.Release()
+	a, err := s.opts.Edits.Apply(ctx, x, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: in.IfMatch, AllowSensitive: in.AllowSensitive})
 	if err != nil {
 		return applyPatchOut{}, s.editError(in.OperationID, err)
 	}
 	return applyPatchOut{Files: a.Files, Bytes: a.Bytes, Replayed: a.Replayed}, nil
-}
-
-// editTarget resolves the caller's execution (full re-check) for the
-// edits service, which takes the root lock itself.
-func (s *Server) editTarget(ctx context.Context, c *call) (edits.Target, error) {
-	if err := c.requireSession(); err != nil {
-		return edits.Target{}, err
-	}
-	e, proj, err := s.opts.Bindings.Resolve(ctx, c.caller)
-	if err != nil {
-		return edits.Target{}, err
-	}
-	return edits.Target{GrantID: c.caller.GrantID, Execution: e, Dir: proj.Path}, nil
 }
 
 // editError is the envelope of a failed apply_patch or undo_patch, with

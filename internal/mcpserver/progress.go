@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/tasks"
-	"github.com/google/jsonschema-go/jsonschema"
 )
 
 type saveProgressIn struct {
@@ -46,22 +47,17 @@ func registerProgressTools(s *Server) {
 }
 
 func (s *Server) saveProgress(ctx context.Context, c *call, in *saveProgressIn) (saveProgressOut, error) {
-	if err := c.requireSession(); err != nil {
-		return saveProgressOut{}, err
-	}
-	e, _, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return saveProgressOut{}, err
 	}
-	saved, replayed, err := s.opts.Tasks.Save(ctx, c.caller.GrantID, e, tasks.SaveRequest{OperationID: in.OperationID,
+	defer x.Release()
+	saved, replayed, err := s.opts.Tasks.Save(ctx, x, tasks.SaveRequest{OperationID: in.OperationID,
 		Title: in.Title, Progress: in.Progress, IfMatch: in.IfMatch, Status: in.Status})
 	if err != nil {
 		te := mapError(err)
 		te.OperationID = in.OperationID
 		return saveProgressOut{}, te
-	}
-	if !replayed {
-		s.opts.Bindings.Checkpoint(ctx, e.ID, "progress_saved", map[string]any{"revision": saved.Revision, "status": saved.Status})
 	}
 	return saveProgressOut{Saved: *saved, Replayed: replayed}, nil
 }

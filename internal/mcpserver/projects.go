@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/devspace-dev/devspace/internal/widget"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/devspace-dev/devspace/internal/widget"
 
 	"github.com/google/jsonschema-go/jsonschema"
 

@@ -58,11 +58,12 @@ func registerUndoTools(s *Server) {
 }
 
 func (s *Server) undoPatch(ctx context.Context, c *call, in *undoPatchIn) (undoPatchOut, error) {
-	t, err := s.editTarget(ctx, c)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return undoPatchOut{}, s.editError(in.OperationID, err)
 	}
-	u, err := s.opts.Edits.Undo(ctx, t, edits.UndoRequest{OperationID: in.OperationID, PatchOperationID: in.PatchOperationID, Redo: in.Redo})
+	defer x.Release()
+	u, err := s.opts.Edits.Undo(ctx, x, edits.UndoRequest{OperationID: in.OperationID, PatchOperationID: in.PatchOperationID, Redo: in.Redo})
 	if err != nil {
 		return undoPatchOut{}, s.editError(in.OperationID, err)
 	}

@@ -31,10 +31,6 @@ var (
 	// ErrClosed means the Manager was shut down.
 	ErrClosed = errors.New("process manager is shut down")
 
-	// ErrGroupClosed means KillGroup closed the process's group (its
-	// execution was closed) while Start waited: nothing runs.
-	ErrGroupClosed = errors.New("process group is closed")
-
 	// ErrRevisionConflict means the caller's expected revision is not the
 	// process's current one; nothing was written.
 	ErrRevisionConflict = errors.New("process revision conflict")

@@ -189,15 +189,9 @@ type Manager struct {
 	// refilling goes down, waking every Shutdown waiting for both to be 0.
 	supervisors        int
 	supervisorsChanged chan struct{}
-	// closedGroups are the groups KillGroup closed, with when and why:
-	// a Start for one that was already on its way (its caller checked
-	// the execution before waiting for a lock) must not run after the
-	// group's processes were killed. Entries older than closedGroupTTL
-	// are dropped: no Start waits that long.
-	closedGroups map[string]closedGroup
-	live         int
-	perGroup     map[string]int
-	procs        map[string]*Process
+	live               int
+	perGroup           map[string]int
+	procs              map[string]*Process
 	// started holds the groups whose commands started since the last
 	// StartedGroups (the disk guard scans their scratch directories).
 	started map[string]string // group -> tenant
@@ -288,7 +282,6 @@ func New(opts Options) (*Manager, error) {
 		procs:              make(map[string]*Process),
 		sandbox:            SandboxStateOf(opts.Sandbox),
 		supervisorsChanged: make(chan struct{}),
-		closedGroups:       make(map[string]closedGroup),
 	}
 	m.log.Info("command sandbox", "mode", m.sandbox.Mode, "landlock_abi", m.sandbox.Status.ABI,
 		"rules", m.sandbox.Rules, "deny_network", m.sandbox.DenyNetwork, "unix_sockets", m.sandbox.UnixSockets,
@@ -460,14 +453,10 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 		return nil, fmt.Errorf("%w: %s", ErrSandboxUnavailable, m.sandbox.Status.Reason)
 	}
 	m.mu.Lock()
-	_, groupClosed := m.closedGroups[group]
 	switch {
 	case m.closed:
 		m.mu.Unlock()
 		return nil, ErrClosed
-	case groupClosed:
-		m.mu.Unlock()
-		return nil, ErrGroupClosed
 	case m.live >= m.opts.MaxLive:
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w: %d running (at most %d)", ErrAllBusy, m.live, m.opts.MaxLive)
@@ -495,32 +484,15 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 	}
 	m.started[group] = l.tenant
 	closed, live := m.closed, m.live
-	gc, groupClosed := m.closedGroups[group]
 	m.mu.Unlock()
 	m.metrics.RunningChanged(live)
 	p.startGoroutines(l)
-	switch {
-	case closed:
+	if closed {
 		go p.Kill(ReasonShutdown)
 		return nil, ErrClosed
-	case groupClosed:
-		// KillGroup ran while this one started: it could not see it.
-		go p.Kill(gc.reason)
-		return nil, ErrGroupClosed
 	}
 	return p, nil
 }
-
-// closedGroup is a group KillGroup closed.
-type closedGroup struct {
-	at     time.Time
-	reason string
-}
-
-// closedGroupTTL is how long a closed group refuses Start: longer than
-// any caller waits between checking its execution and starting (a root
-// lock's wait, the start timeout).
-const closedGroupTTL = 10 * time.Minute
 
 func (m *Manager) unreserveLocked(group, tenant string) {
 	m.live--
@@ -763,18 +735,11 @@ func dupCloexec(fd int) (int, error) {
 // KillGroup kills every live process of group (an execution being closed
 // or revoked), concurrently, and returns how many trees it had to kill. It
 // blocks until they are gone or the Kill bound passes, then removes the
-// group's scratch directory. The group stays closed: a Start for it
-// already under way when KillGroup ran, or later, fails with
-// ErrGroupClosed and leaves nothing running.
+// group's scratch directory. A Start for the group under way meanwhile is
+// its caller's to undo (the commands service checks its execution's
+// handle once the command is in its table, and calls KillGroup again).
 func (m *Manager) KillGroup(group, reason string) int {
 	m.mu.Lock()
-	now := time.Now()
-	for g, c := range m.closedGroups {
-		if now.Sub(c.at) > closedGroupTTL {
-			delete(m.closedGroups, g)
-		}
-	}
-	m.closedGroups[group] = closedGroup{at: now, reason: reason}
 	var ps []*Process
 	for _, p := range m.procs {
 		if p.group == group {

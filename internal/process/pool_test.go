@@ -2,7 +2,6 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -253,22 +252,6 @@ func TestShutdownWaitersAllWake(t *testing.T) {
 		if err := <-returned; err != nil {
 			t.Fatalf("Shutdown call %d: %v", i, err)
 		}
-	}
-}
-
-// TestClosedGroupRefusesStart: once KillGroup closed a group (its
-// execution closed), a Start for it — one already waiting for a lock when
-// the group was closed — runs nothing; other groups are unaffected.
-func TestClosedGroupRefusesStart(t *testing.T) {
-	m := newTestManager(t, Options{}, false)
-	m.KillGroup("closed", "revoked")
-	if p, err := m.Start(context.Background(), "closed", Spec{Program: "true", Dir: "/"}); !errors.Is(err, ErrGroupClosed) || p != nil {
-		t.Fatalf("Start in a closed group = %v, %v; want ErrGroupClosed", p, err)
-	}
-	p := startT(t, m, Spec{Program: "true", Dir: "/"})
-	waitDone(t, p, 10*time.Second)
-	if n := m.Running(); n != 0 {
-		t.Errorf("%d running", n)
 	}
 }
 

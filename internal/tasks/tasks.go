@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/secret"
@@ -71,14 +72,21 @@ type Saved struct {
 
 // Service is safe for concurrent use.
 type Service struct {
-	st     *store.Store
-	ops    *idempotency.Service
-	counts *store.Memo[string, map[string]int] // Counts by its refs
+	st          *store.Store
+	ops         *idempotency.Service
+	checkpoints Checkpointer
+	counts      *store.Memo[string, map[string]int] // Counts by its refs
 }
 
-// New builds a Service.
-func New(st *store.Store, ops *idempotency.Service) *Service {
-	return &Service{st: st, ops: ops, counts: store.NewMemo[string, map[string]int](256)}
+// Checkpointer records a sanitized entry on an execution's Thread
+// (executions.Activity).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, executionID, kind string, data map[string]any)
+}
+
+// New builds a Service; a save is checkpointed on the execution's Thread.
+func New(st *store.Store, ops *idempotency.Service, checkpoints Checkpointer) *Service {
+	return &Service{st: st, ops: ops, checkpoints: checkpoints, counts: store.NewMemo[string, map[string]int](256)}
 }
 
 var limits = store.TaskLimits{MaxResumable: MaxResumable, RetainCompleted: RetainCompleted}
@@ -111,7 +119,8 @@ func Validate(r SaveRequest) error {
 // operationId with the same request return the stored result. A title or
 // progress holding a literal credential is refused with a *secret.Error
 // before anything is stored, the operation record included.
-func (s *Service) Save(ctx context.Context, grantID string, e *store.Execution, r SaveRequest) (*Saved, bool, error) {
+func (s *Service) Save(ctx context.Context, h executions.Handle, r SaveRequest) (*Saved, bool, error) {
+	e := h.Execution()
 	if err := Validate(r); err != nil {
 		return nil, false, err
 	}
@@ -122,8 +131,11 @@ func (s *Service) Save(ctx context.Context, grantID string, e *store.Execution, 
 	if err != nil {
 		return nil, false, err
 	}
-	key := idempotency.Key{GrantID: grantID, ExecutionID: e.ID, Tool: "save_progress", OperationID: r.OperationID}
+	key := idempotency.Key{GrantID: h.Caller().GrantID, ExecutionID: e.ID, Tool: "save_progress", OperationID: r.OperationID}
 	raw, replayed, err := s.ops.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
+		if err := h.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		}
 		saved, err := s.save(ctx, e, r)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
@@ -136,6 +148,9 @@ func (s *Service) Save(ctx context.Context, grantID string, e *store.Execution, 
 	var out Saved
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, false, err
+	}
+	if !replayed {
+		s.checkpoints.Checkpoint(ctx, e.ID, "progress_saved", map[string]any{"revision": out.Revision, "status": out.Status})
 	}
 	return &out, replayed, nil
 }
