@@ -6,10 +6,11 @@
 //   - TestSuite (make bench): side-by-side workloads against their
 //     baselines — /mcp overhead against a bare go-sdk server, inspect grep
 //     against ripgrep, exec_command against os/exec, apply_patch against
-//     git apply, the operation store against a raw SQLite insert — plus
-//     startup time, idle RSS, RSS under load and list_projects throughput
-//     next to the TypeScript reference figures. It prints a table and
-//     writes JSON under bench/results/.
+//     git apply and against its floor (a bare go-sdk tool running git
+//     apply on the same patch), the operation store against a raw SQLite
+//     insert — plus startup time, idle RSS, RSS under load and
+//     list_projects throughput next to the TypeScript reference figures.
+//     It prints a table and writes JSON under bench/results/.
 //   - TestLoad (make load): 200 concurrent sessions over 20 grants doing
 //     mixed read/inspect/exec/patch for a bounded time, then checks that
 //     goroutines, open descriptors and running processes return to their

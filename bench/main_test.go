@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,17 @@ type bareExecOut struct {
 	Output   string `json:"output"`
 }
 
+// bareApplyIn is the floor of apply_patch: the patch text (a unified
+// diff, which git apply reads) and the Git repository to apply it in.
+type bareApplyIn struct {
+	Dir   string `json:"dir"`
+	Patch string `json:"patch"`
+}
+
+type bareApplyOut struct {
+	Output string `json:"output"`
+}
+
 type bareListOut struct {
 	Projects []bareProject `json:"projects"`
 }
@@ -108,7 +120,9 @@ type bareProject struct {
 // serveBare runs a bare go-sdk Streamable HTTP server — no auth, no
 // bindings, no strict decoding — whose tools return the same bytes as
 // DevSpace's: the /mcp overhead baseline, in its own process like the
-// real server.
+// real server. Its git_apply tool is apply_patch's floor: the same
+// transport and the go-sdk's own decoding of the 300 KiB request, then
+// `git apply` of the patch on stdin.
 func serveBare(addr string) int {
 	body := bareBody()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
@@ -129,6 +143,16 @@ func serveBare(addr string) int {
 			code = -1
 		}
 		return nil, bareExecOut{Status: "exited", ExitCode: code, Output: string(out)}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "git_apply"}, func(ctx context.Context, _ *mcp.CallToolRequest, in bareApplyIn) (*mcp.CallToolResult, bareApplyOut, error) {
+		cmd := exec.CommandContext(ctx, "git", "apply")
+		cmd.Dir = in.Dir
+		cmd.Stdin = strings.NewReader(in.Patch)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, bareApplyOut{}, fmt.Errorf("git apply: %v: %s", err, out)
+		}
+		return nil, bareApplyOut{Output: string(out)}, nil
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -334,8 +334,23 @@ func TestSuite(t *testing.T) {
 	}
 
 	if want("patch") {
-		// patch: 1,000 hunks / 200 files via /mcp and in the package vs git apply.
-		rep.add(t, patchMCPRow(t, srv, tok.AccessToken, refs["patches"], rounds))
+		// patch: 1,000 hunks / 200 files via /mcp next to git apply, and
+		// next to its floor: a bare go-sdk tool (same client and
+		// transport) running git apply on the same patch, so that the
+		// go-sdk's decoding of the 300 KiB request is charged to both
+		// sides. Then the package next to git apply.
+		pt := testutil.NewPatchBench("")
+		setup, run, done := patchMCP(t, srv, tok.AccessToken, refs["patches"], pt)
+		defer done()
+		n := iters(5, 2)
+		gsetup, grun := gitApply(t, pt)
+		o, b, rr := sideBySide(rounds, n, 2, setup, run, gsetup, grun)
+		rep.add(t, latencyRow("apply_patch 1,000 hunks / 200 files via /mcp", o, b, rr, "git apply", 2))
+		fsetup, frun := bareGitApply(t, bareS, pt)
+		o, b, rr = sideBySide(rounds, n, 2, setup, run, fsetup, frun)
+		floor := latencyRow("apply_patch 1,000 hunks / 200 files via /mcp vs its floor", o, b, rr, "bare go-sdk + git apply", 1.5)
+		floor.Note = fmt.Sprintf("patch %d KiB (Codex, plus ifMatch) against %d KiB (unified)", len(pt.Codex)>>10, len(pt.Unified)>>10)
+		rep.add(t, floor)
 		rep.add(t, patchLibRow(t, rounds))
 	}
 
@@ -587,20 +602,31 @@ func managerRow(t *testing.T, srv *server, rounds int) row {
 	return latencyRow("exec true, process layer only (info)", o, b, rr, "os/exec", 0)
 }
 
-func gitApply(t *testing.T, pt *testutil.PatchBench, salt *int) (setup, run func()) {
-	dir, patchDir := t.TempDir(), t.TempDir()
+// gitRepo returns a Git repository holding pt's files and the setup that
+// rewrites them before each run, with a new salt each time as the /mcp
+// row rewrites its Project (resetPatchTree).
+func gitRepo(t *testing.T, pt *testutil.PatchBench) (dir string, setup func()) {
+	dir = t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	patchFile := filepath.Join(patchDir, "bench.diff")
-	if err := os.WriteFile(patchFile, []byte(pt.Unified), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	salt := 0
 	setup = func() {
-		*salt++
-		if _, err := resetPatchTree(pt, dir, *salt); err != nil {
+		salt++
+		if _, err := resetPatchTree(pt, dir, salt); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return dir, setup
+}
+
+// gitApply is `git apply` of pt's unified diff, read from a file, in a
+// repository of its own.
+func gitApply(t *testing.T, pt *testutil.PatchBench) (setup, run func()) {
+	dir, setup := gitRepo(t, pt)
+	patchFile := filepath.Join(t.TempDir(), "bench.diff")
+	if err := os.WriteFile(patchFile, []byte(pt.Unified), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	run = func() {
 		cmd := exec.Command("git", "apply", patchFile)
@@ -612,16 +638,32 @@ func gitApply(t *testing.T, pt *testutil.PatchBench, salt *int) (setup, run func
 	return setup, run
 }
 
-// patchMCPRow applies the 1,000-hunk patch through /mcp. Each round
-// starts from files with a new first line, so nothing is deduplicated
-// against an earlier round (a real session patches new contents).
-func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
-	pt := testutil.NewPatchBench("")
+// bareGitApply is apply_patch's floor: the bare go-sdk server's git_apply
+// tool, called through s (the client and transport of the /mcp row), with
+// pt's unified diff as its argument, in a repository of its own that is
+// reset as gitApply's is.
+func bareGitApply(t *testing.T, s *session, pt *testutil.PatchBench) (setup, run func()) {
+	dir, setup := gitRepo(t, pt)
+	args := map[string]any{"dir": dir, "patch": pt.Unified}
+	run = func() {
+		r, err := s.call(context.Background(), "git_apply", args)
+		if err != nil || r.IsError {
+			t.Fatalf("bare git_apply: %v %v", err, r.SC)
+		}
+	}
+	return setup, run
+}
+
+// patchMCP is apply_patch of pt through /mcp. Each run starts from files
+// with a new first line, so nothing is deduplicated against an earlier
+// run (a real session patches new contents). done closes the last
+// session.
+func patchMCP(t *testing.T, srv *server, token, ref string, pt *testutil.PatchBench) (setup, run, done func()) {
 	dir := srv.Roots["patches"]
 	var s *session
 	var ifMatch map[string]any
 	salt, calls := 0, 0
-	setup := func() {
+	setup = func() {
 		salt++
 		var err error
 		if ifMatch, err = resetPatchTree(pt, dir, salt); err != nil {
@@ -637,18 +679,18 @@ func patchMCPRow(t *testing.T, srv *server, token, ref string, rounds int) row {
 		}
 		calls++
 	}
-	run := func() {
+	run = func() {
 		r, err := s.call(context.Background(), "apply_patch", map[string]any{"operationId": fmt.Sprintf("p%d", salt), "patch": pt.Codex, "ifMatch": ifMatch})
 		if err != nil || r.IsError {
 			t.Fatalf("apply_patch: %v %v", err, r.SC)
 		}
 	}
-	gsetup, grun := gitApply(t, pt, new(int))
-	o, b, rr := sideBySide(rounds, iters(5, 2), 2, setup, run, gsetup, grun)
-	if s != nil {
-		s.Close()
+	done = func() {
+		if s != nil {
+			s.Close()
+		}
 	}
-	return latencyRow("apply_patch 1,000 hunks / 200 files via /mcp", o, b, rr, "git apply", 2)
+	return setup, run, done
 }
 
 func patchLibRow(t *testing.T, rounds int) row {
@@ -680,7 +722,7 @@ func patchLibRow(t *testing.T, rounds int) row {
 			t.Fatal(err)
 		}
 	}
-	gsetup, grun := gitApply(t, pt, new(int))
+	gsetup, grun := gitApply(t, pt)
 	o, b, rr := sideBySide(rounds, iters(5, 2), 2, setup, run, gsetup, grun)
 	return latencyRow("patch.Parse+Apply 1,000 hunks / 200 files (package)", o, b, rr, "git apply", 2)
 }
