@@ -34,6 +34,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
+	"github.com/devspace-dev/devspace/internal/reads"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/sandbox"
@@ -258,8 +259,10 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		eopts.Disk = a.disk
 	}
 	patches := edits.New(eopts)
-	a.mcp = mcpserver.New(mcpserver.Options{Skills: skillCatalog, Widgets: cfg.Widgets, Store: st,
-		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings, Locks: locks, GitConfine: gitConfine,
+	readService := reads.New(reads.Options{Locks: locks, Instructions: a.bindings, Journal: st, Closes: a.bindings,
+		Cursors: cursors, Skills: skillCatalog, GitConfine: gitConfine, Metrics: m})
+	a.mcp = mcpserver.New(mcpserver.Options{Widgets: cfg.Widgets, Reads: readService,
+		Commands: a.commands, OAuth: a.oauth, Bindings: a.bindings,
 		Tasks:       tasks.New(st, ops, activity),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),

@@ -107,7 +107,8 @@ type Service struct {
 	activity *Activity
 	threads  *store.Memo[[2]string, []*store.Thread] // Threads by grant and Actor
 	// reg closes executions in memory first (handles, tombstones).
-	reg *registry
+	reg        *registry
+	afterClose []func(executionIDs []string) // AfterClose
 }
 
 // New builds a Service.
@@ -440,7 +441,7 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 	if err != nil {
 		return err
 	}
-	s.reg.markClosed(ids)
+	s.closeInMemory(ids)
 	if len(ids) > 0 {
 		s.opts.Resources.CloseExecutions(ctx, ids, reason)
 	}
@@ -457,7 +458,7 @@ func (s *Service) CloseGrants(ctx context.Context, grantIDs []string, reason str
 		}
 	}
 	if len(late) > 0 {
-		s.reg.markClosed(late)
+		s.closeInMemory(late)
 		s.opts.Resources.CloseExecutions(ctx, late, reason)
 		s.reg.recorded(late)
 	}
@@ -476,7 +477,7 @@ func (s *Service) CloseRemovedProjects(ctx context.Context) error {
 		return err
 	}
 	if len(ids) > 0 {
-		s.reg.markClosed(ids)
+		s.closeInMemory(ids)
 		s.opts.Resources.CloseExecutions(ctx, ids, "project_removed")
 		s.reg.recorded(ids)
 	}

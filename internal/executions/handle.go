@@ -161,3 +161,20 @@ func (r *registry) isClosed(id string) bool {
 	_, ok := r.closed[id]
 	return ok
 }
+
+// AfterClose registers f to learn of every execution closed, right after
+// its handles are cancelled and before what it owns is released: state a
+// service keeps per execution goes with it. Register while wiring, before
+// any call.
+func (s *Service) AfterClose(f func(executionIDs []string)) {
+	s.afterClose = append(s.afterClose, f)
+}
+
+// closeInMemory closes ids in memory (the registry) and tells whoever
+// registered with AfterClose.
+func (s *Service) closeInMemory(ids []string) {
+	s.reg.markClosed(ids)
+	for _, f := range s.afterClose {
+		f(ids)
+	}
+}

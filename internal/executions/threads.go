@@ -154,7 +154,7 @@ func (s *Service) SetThreadStatus(ctx context.Context, c Caller, ref, status str
 			return nil, err
 		}
 		closing := []string{t.ExecutionID}
-		s.reg.markClosed(closing)
+		s.closeInMemory(closing)
 		s.opts.Resources.CloseExecutions(ctx, closing, "thread_closed")
 		if err := s.opts.Store.CloseExecution(ctx, t.ExecutionID, "thread_closed"); err != nil {
 			return nil, err

@@ -81,6 +81,9 @@ func mapError(err error) *ToolError {
 	if errors.As(err, &te) {
 		return te
 	}
+	if te := mapReadError(err); te != nil {
+		return te
+	}
 	var (
 		instructions *edits.InstructionsRequiredError
 		restore      *patch.RestoreConflict

@@ -6,15 +6,13 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/rootlock"
-	"github.com/devspace-dev/devspace/internal/search"
+	"github.com/devspace-dev/devspace/internal/reads"
 )
 
 type inspectIn struct {
-	Operations     []search.Op `json:"operations" jsonschema:"1-8 operations: ls (path, depth), glob (pattern like **/*.go), grep (pattern, regex, ignoreCase, include, context, limit); .gitignore is honoured and .git skipped"`
-	AllowSensitive bool        `json:"allowSensitive,omitempty" jsonschema:"include files that look like secrets; only when the user asked for it"`
+	Operations     []reads.Op `json:"operations" jsonschema:"1-8 operations: ls (path, depth), glob (pattern like **/*.go), grep (pattern, regex, ignoreCase, include, context, limit); .gitignore is honoured and .git skipped"`
+	AllowSensitive bool       `json:"allowSensitive,omitempty" jsonschema:"include files that look like secrets; only when the user asked for it"`
 }
 
 func (in *inspectIn) validate() error {
@@ -28,10 +26,7 @@ func (inspectIn) schema(s *jsonschema.Schema) {
 	s.Properties["operations"].Items.Properties["op"].Enum = []any{"ls", "glob", "grep"}
 }
 
-type inspectOut struct {
-	Results           []search.Result        `json:"results"`
-	InstructionsDelta []executions.DeltaFile `json:"instructionsDelta,omitempty"`
-}
+type inspectOut reads.Inspection
 
 func (o inspectOut) summary() string {
 	entries, matches := 0, 0
@@ -59,23 +54,14 @@ func registerInspectTools(s *Server) {
 }
 
 func (s *Server) inspect(ctx context.Context, c *call, in *inspectIn) (inspectOut, error) {
-	w, err := s.openWorkspace(ctx, c, rootlock.Read)
+	x, err := s.execution(ctx, c)
 	if err != nil {
 		return inspectOut{}, err
 	}
-	defer w.close()
-	results, err := s.search.Run(ctx, w.Root, in.Operations, in.AllowSensitive)
+	defer x.Release()
+	out, err := s.opts.Reads.Inspect(ctx, x, in.Operations, in.AllowSensitive)
 	if err != nil {
-		return inspectOut{}, invalidInput("%v", err)
-	}
-	for _, r := range results {
-		if r.Error != nil && r.Error.Code == "path_denied" {
-			s.opts.Metrics.PathDenials.WithLabelValues("inspect").Inc()
-		}
-	}
-	out := inspectOut{Results: results}
-	if out.InstructionsDelta, err = s.opts.Bindings.InstructionsDelta(ctx, w.exec, w.Root, search.TouchedPaths(results)); err != nil {
 		return inspectOut{}, err
 	}
-	return out, nil
+	return inspectOut(*out), nil
 }

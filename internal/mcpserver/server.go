@@ -22,15 +22,9 @@ import (
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/executions"
-	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/review"
-	"github.com/devspace-dev/devspace/internal/rootlock"
-	"github.com/devspace-dev/devspace/internal/search"
-	"github.com/devspace-dev/devspace/internal/skills"
-	"github.com/devspace-dev/devspace/internal/store"
+	"github.com/devspace-dev/devspace/internal/reads"
 	"github.com/devspace-dev/devspace/internal/tasks"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -45,17 +39,13 @@ const principalKey = "devspace/principal"
 type Options struct {
 	OAuth    *oauth.Server
 	Bindings *executions.Service
-	Locks    *rootlock.Locks
 	Tasks    *tasks.Service
-	Skills   *skills.Catalog
-	Widgets  string // DEVSPACE_WIDGETS: full, changes or off
-	Store    *store.Store
+	// Reads runs read_files, inspect, skills and show_changes.
+	Reads   *reads.Service
+	Widgets string // DEVSPACE_WIDGETS: full, changes or off
 	// Commands runs the process tools; nil, or one that cannot run
 	// commands, leaves them unregistered.
-	Commands *commands.Service
-	// GitConfine confines the Git that show_changes runs
-	// (review.Options.Confine); nil runs it unconfined.
-	GitConfine     review.Confiner
+	Commands       *commands.Service
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -86,11 +76,6 @@ type Server struct {
 	tools     []tool
 	stateful  http.Handler
 	stateless http.Handler
-	files     *files.Reader
-	skills    *skills.Catalog
-	loaded    loadedSkills
-	review    *review.Reviewer
-	search    *search.Searcher
 	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
 	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
 	bodyMax   int64           // one body's maximum (MaxBodyBytes)
@@ -132,8 +117,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log.With("component", "mcp"), files: files.NewReader(files.DefaultLimits()), skills: opts.Skills,
-		review: review.New(review.Options{Withhold: project.IsSensitive, Confine: opts.GitConfine}), search: search.New(search.DefaultLimits())}
+	s := &Server{opts: opts, log: log.With("component", "mcp")}
 	s.bodyMax = opts.MaxBodyBytes
 	if s.bodyMax <= 0 || s.bodyMax > MaxBody {
 		s.bodyMax = MaxBody
