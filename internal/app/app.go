@@ -25,6 +25,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/httpserver"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/mcpserver"
@@ -35,7 +36,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/ratelimit"
 	"github.com/devspace-dev/devspace/internal/reads"
-	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/skills"
@@ -196,7 +196,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	// like a command (process.Manager.Confine): the worktrees' Git, and
 	// show_changes' below.
 	var worktrees *worktree.Manager
-	var gitConfine review.Confiner
+	var gitConfine gitrepo.Confiner
 	if serving {
 		a.bg, a.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 		if err := a.openCommands(ctx, cfg, opts, sandboxOpts); err != nil {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/project"
-	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/worktree"
 )
@@ -37,8 +37,8 @@ type pruneSummary struct {
 // then the manager's other methods wait for it. It never removes a
 // worktree that holds work. finished is closed when the prune and its
 // record are done.
-func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, confine review.Confiner, log *slog.Logger) (m *worktree.Manager, begin func(), finished <-chan struct{}, err error) {
-	git := review.NewGit(review.GitOptions{Timeout: worktree.DefaultGitTimeout, Confine: confine})
+func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, confine gitrepo.Confiner, log *slog.Logger) (m *worktree.Manager, begin func(), finished <-chan struct{}, err error) {
+	git := gitrepo.NewGit(gitrepo.GitOptions{Timeout: worktree.DefaultGitTimeout, Confine: confine})
 	m, err = worktree.New(worktree.Options{Dir: worktreeDir(cfg), Git: git})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open worktree directory: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -117,7 +118,7 @@ func mapError(err error) *ToolError {
 		return e
 	case errors.Is(err, executions.ErrWriteScopeRequired):
 		return toolErr("project_write_scope_required", "A managed worktree needs project:write; open with checkoutKind checkout or reconnect the app to grant it.")
-	case errors.Is(err, review.ErrRepositoryUnsafe):
+	case errors.Is(err, gitrepo.ErrRepositoryUnsafe):
 		// Before ErrWorktreeUnavailable, which wraps it for worktree opens;
 		// show_changes' reviewError passes it through.
 		return repositoryUnsafe()
@@ -265,10 +266,10 @@ func mapTaskOrReview(err error) *ToolError {
 		return e
 	case errors.Is(err, tasks.ErrNotActive):
 		return toolErr("project_task_not_active", "This Task is no longer active in this conversation (it was resumed elsewhere or completed).")
-	case errors.Is(err, review.ErrNotRepository), errors.Is(err, review.ErrNotTopLevel):
+	case errors.Is(err, gitrepo.ErrNotRepository), errors.Is(err, gitrepo.ErrNotTopLevel):
 		return toolErr("repository_review_unavailable",
 			"Repository review needs the Project root to be the top level of a Git repository; use source apply_patch_history instead.")
-	case errors.Is(err, review.ErrUnsafeFilters):
+	case errors.Is(err, gitrepo.ErrUnsafeFilters):
 		return toolErr("repository_review_unsafe",
 			"This repository configures clean/smudge filters or textconv drivers that git would run; DevSpace does not run them, so repository review is refused.")
 	case errors.Is(err, review.ErrTimeout):
@@ -329,7 +330,7 @@ func versionConflict(vc *patch.VersionConflict) *ToolError {
 
 // repositoryUnsafe is the error for a repository whose metadata points
 // outside the Project or whose configuration means something else where
-// Git would run (review.ErrRepositoryUnsafe): show_changes and managed
+// Git would run (gitrepo.ErrRepositoryUnsafe): show_changes and managed
 // worktrees run no Git there.
 func repositoryUnsafe() *ToolError {
 	return toolErr("repository_unsafe",

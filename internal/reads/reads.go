@@ -15,6 +15,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/files"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/review"
@@ -95,7 +96,7 @@ type Options struct {
 	Skills       *skills.Catalog
 	// GitConfine confines the Git show_changes runs; nil runs it
 	// unconfined.
-	GitConfine review.Confiner
+	GitConfine gitrepo.Confiner
 	// Metrics counts path denials; nil counts nothing.
 	Metrics *metrics.Metrics
 }

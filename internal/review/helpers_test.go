@@ -12,12 +12,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
-func commitAll(t testing.TB, dir string) {
-	t.Helper()
-	testutil.Git(t, dir, "add", "-A")
-	testutil.Git(t, dir, "commit", "-q", "-m", "commit")
-}
-
 func review(t *testing.T, opts Options, dir string) *Changes {
 	t.Helper()
 	c, err := New(opts).Changes(context.Background(), dir)

@@ -7,101 +7,27 @@
 // Reviewing must not let repository content run code or change the
 // repository, because a grant with only project:read may ask for it while the
 // repository (including .git/config, which apply_patch can write) is
-// untrusted input. The rules, and why:
+// untrusted input. Every Git invocation goes through package gitrepo, which
+// checks the repository's metadata before Git starts, runs Git with
+// everything the repository could configure as a program switched off
+// (optionally confined), and refuses executable filters and unsafe
+// submodule or nested repository metadata before Git compares work tree
+// content; its package doc has those rules and why. On top of them:
 //
-//   - Before any Git runs, OpenRepository checks the repository's metadata
-//     without running Git: the .git file or directory, commondir,
-//     alternates, core.worktree and the other location variables, includes
-//     and includeIf (also nested and in config.worktree), symlinks and
-//     special files under .git. Everything must stay inside the Project root
-//     (for a managed worktree: the worktree and its source Project root);
-//     otherwise ErrRepositoryUnsafe, and Git never starts. Git opening a
-//     file elsewhere could read another repository or block on a FIFO; a
-//     write grant (or a command confined to the Project) can plant such
-//     metadata, and DevSpace's Git is not confined. docs/decisions.md
-//     ("Git runs only in verified repositories") has the list and why the
-//     configuration is parsed here rather than by `git config`.
 //   - Only plumbing runs: rev-parse, config, diff-index --cached, diff-files
 //     and ls-files. Porcelain `git diff` and `git status` refresh and rewrite
 //     .git/index even with --no-optional-locks (Git 2.39), plumbing never
 //     does. Stat-only differences (a touched but unchanged file), which
 //     plumbing lists without a line count, are dropped.
-//   - Every invocation (this package's and, through Git.Run, the worktree
-//     package's: one runner, git.go) is `git --no-pager --no-optional-locks
-//     --literal-pathspecs --no-replace-objects` with `-c` overrides that win
-//     over the repository's configuration: core.fsmonitor=false,
-//     core.untrackedCache=false, core.hooksPath=/dev/null, core.pager=cat,
-//     core.editor=:, core.sshCommand=false, credential.helper=,
-//     diff.external=, gc.auto=0, maintenance.auto=false,
-//     submodule.recurse=false, protocol.allow=never (and
-//     protocol.<name>.allow=never for every built-in transport) and
-//     others (see hardening in git.go); diffs add --no-ext-diff
-//     --no-textconv --no-color and --ignore-submodules=dirty (a dirty check
-//     would run `git status` inside the submodule, under the submodule's
-//     own config). Comparing a checked-out submodule's commit still reads
-//     its HEAD and refs through its .git, which is work tree content a
-//     write grant can point anywhere: before any diff, every gitlink whose
-//     directory holds a .git is checked like the repository itself
-//     (ErrRepositoryUnsafe), and so is every .gitignore and
-//     .gitattributes in the directories Git visits: Git opens them
-//     with a blocking open, so one that is not a regular file or a
-//     symlink is ErrRepositoryUnsafe too.
-//   - The environment is built from scratch: PATH (the server's), the
-//     verified GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE (Git does not look
-//     them up again), GIT_CEILING_DIRECTORIES, HOME and XDG paths pointing
-//     at /dev/null, LANG=LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
-//     GIT_CONFIG_SYSTEM=GIT_CONFIG_GLOBAL=/dev/null, GIT_ATTR_NOSYSTEM=1,
-//     GIT_OPTIONAL_LOCKS=0, GIT_TERMINAL_PROMPT=0, GIT_NO_LAZY_FETCH=1
-//     (Git 2.44+; on older Git the protocol.*.allow=never settings stop a
-//     partial clone's lazy fetch), GIT_NO_REPLACE_OBJECTS=1, pagers cat,
-//     editor ":".
-//     No inherited GIT_* variable (GIT_INDEX_FILE, GIT_EXTERNAL_DIFF,
-//     GIT_CONFIG_PARAMETERS…) reaches Git. System and
-//     global configuration, attributes and excludes of the server's user are
-//     therefore not read either: they could inject helpers, and the review
-//     must not depend on who runs the server. The repository's own
-//     configuration (.git/config, config.worktree and their includes, all
-//     verified) is read, which is what the filter check below inspects.
-//     A conditional include (includeIf) is refused (ErrRepositoryUnsafe):
-//     its condition (onbranch, gitdir, hasconfig) can hold where Git runs
-//     and not where the check ran — in a worktree, on another branch, after
-//     a branch switch — so what the check saw would not be what Git uses.
-//   - safe.directory is set on the command line to the verified work tree,
-//     repository and common directories, so a root owned by another UID (a
-//     bind mount in the container) can be reviewed: the owner approved that
-//     root, and the rules here, not Git's ownership check, keep its
-//     configuration from running code.
-//   - Changes refuses with ErrUnsafeFilters when the configuration Git would
-//     use defines any filter.<driver>.clean, .smudge or .process, any
-//     diff.<driver>.textconv or .command, or any merge.<driver>.driver —
-//     whether or not .gitattributes references it. Checking references
-//     would mean evaluating attributes (every directory's .gitattributes,
-//     info/attributes, macros) exactly as Git does; "configured at all" is
-//     simpler and never weaker. diff-files runs clean filters on worktree
-//     files whose stat data changed, so this check is what keeps them from
-//     running. A repository using Git LFS with a local `git lfs install` is
-//     refused for the same reason. Git is asked in the context it will run
-//     in: a new worktree is checked from inside it, with its own HEAD and
-//     repository directory, before its checkout.
-//   - The check and the diffs are separate Git invocations. The caller holds
-//     the root's read lock, which excludes apply_patch, but a command
-//     running meanwhile can change .git/config between them, and Git then
-//     runs the filter it adds. So with Options.Confine every invocation
-//     runs in a Landlock domain (process.Manager.Confine): the
-//     repository's directories read-only, TCP and everything else denied;
-//     Git.RunWriting names what a writing invocation may write, the
-//     narrowest directories it needs (never .git itself for an invocation
-//     that reads work tree content: it holds hooks/ and config, which the
-//     owner's Git runs). What the repository makes Git run can do no more
-//     than a read-only command, or that invocation's write.
+//   - Diffs add --no-ext-diff --no-textconv --no-color and
+//     --ignore-submodules=dirty (a dirty check would run `git status`
+//     inside the submodule, under the submodule's own config).
 //   - Untracked files come from `ls-files --others --exclude-standard -z` and
 //     are rendered as new-file diffs by this package, reading them through an
 //     os.Root (bounded, FIFOs and devices skipped, symlinks shown as their
 //     target like Git does), never through `git diff --no-index`.
-//   - Every invocation has stdin from /dev/null, runs in its own process
-//     group, is killed (the whole group) when Options.Timeout expires or
-//     when its output passes its cap, and has its output read through a
-//     bounded writer.
+//   - Options.Timeout bounds the whole review, every Git invocation
+//     included.
 package review
 
 import (
@@ -112,14 +38,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // Defaults used when the corresponding Options field is zero.
@@ -132,39 +55,15 @@ const (
 	DefaultPageBytes = 32000
 )
 
-// listCap bounds the listing part (raw status, numstat, untracked names,
-// configuration) of one Git invocation's output.
+// listCap bounds the listing part (raw status, numstat, untracked names)
+// of one Git invocation's output.
 const listCap = 8 << 20
 
-// Errors returned by Changes. The review package owns them; the MCP edge maps
-// ErrNotRepository and ErrNotTopLevel to repository_review_unavailable,
-// ErrUnsafeFilters to a safety error and ErrGit to an internal one. Changes
-// wraps them with lowercase context meant for logs (it may contain Git's
-// first stderr line, which can name host paths, so never show it to a
-// client); test them with errors.Is.
-var (
-	// ErrNotRepository: the root is not inside any Git work tree.
-	ErrNotRepository = errors.New("not a git repository")
-	// ErrNotTopLevel: the root is inside a Git repository but is not its
-	// work tree's top level (a subdirectory, or a directory inside .git).
-	ErrNotTopLevel = errors.New("project root is not the git top level")
-	// ErrUnsafeFilters: the repository configures executable clean, smudge or
-	// process filters, textconv or external diff drivers, or merge drivers,
-	// which Git could run while diffing; nothing was diffed.
-	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
-	// ErrRepositoryUnsafe: the repository's metadata points outside the
-	// locations allowed for it, its configuration includes a file under a
-	// condition (includeIf), or a work tree .gitignore or .gitattributes
-	// Git would open is a special file (a FIFO would block it); Git was not
-	// run, or not past the checks.
-	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")
-	// ErrGit: Git could not be started, failed, or printed something this
-	// package could not parse.
-	ErrGit = errors.New("git failed")
-	// ErrTimeout: a review took longer than Options.Timeout (it wraps
-	// context.DeadlineExceeded too).
-	ErrTimeout = errors.New("git took longer than the review timeout")
-)
+// ErrTimeout: a review took longer than Options.Timeout (it wraps
+// context.DeadlineExceeded too). The review package owns it; the MCP edge
+// maps it to repository_review_timeout. Changes and ChangesSince also
+// return the errors of package gitrepo.
+var ErrTimeout = errors.New("git took longer than the review timeout")
 
 // timedOut wraps err with ErrTimeout when it is the review's own timeout
 // (the caller's context, parent, is still live).
@@ -194,44 +93,29 @@ type Options struct {
 	// the file is still listed, with FileChange.Withheld set, and its diff
 	// section keeps only its header and a note. Nil withholds nothing.
 	Withhold func(path string) bool
-	// Confine, when set, makes each Git invocation run in a kernel
-	// sandbox (process.Manager.Confine): p lists the repository's
-	// directories, read-only, and for Git.RunWriting the directories the
-	// invocation writes.
-	// Whatever the repository makes Git run then has no more access than
-	// that. Nil runs Git unconfined. An error refuses the invocation.
-	Confine Confiner
+	// Confine, when set, confines each Git invocation of a review
+	// (gitrepo.GitOptions.Confine, read-only). Nil runs Git unconfined.
+	Confine gitrepo.Confiner
 }
-
-// Confiner makes cmd run confined to p (see Options.Confine).
-type Confiner func(cmd *exec.Cmd, p sandbox.Policy) error
 
 // Reviewer runs reviews. It holds no mutable state and is safe for
 // concurrent use; the zero value is not usable, use New.
 type Reviewer struct {
-	git          string
+	git          *gitrepo.Git
 	timeout      time.Duration
 	maxDiffBytes int64
 	maxFiles     int
 	withhold     func(string) bool
-	confine      Confiner
-	pathEnv      string
 }
 
 // New returns a Reviewer with opts' zero fields replaced by the defaults. It
 // captures the server's PATH once, for Git to find its helpers.
 func New(opts Options) *Reviewer {
 	r := &Reviewer{
-		git:          opts.Git,
 		timeout:      opts.Timeout,
 		maxDiffBytes: opts.MaxDiffBytes,
 		maxFiles:     opts.MaxFiles,
 		withhold:     opts.Withhold,
-		confine:      opts.Confine,
-		pathEnv:      os.Getenv("PATH"),
-	}
-	if r.git == "" {
-		r.git = "git"
 	}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
@@ -242,9 +126,9 @@ func New(opts Options) *Reviewer {
 	if r.maxFiles <= 0 {
 		r.maxFiles = DefaultMaxFiles
 	}
-	if r.pathEnv == "" {
-		r.pathEnv = "/usr/local/bin:/usr/bin:/bin"
-	}
+	// Each invocation's own timeout is the whole review's: the review's
+	// deadline, set first, always comes first.
+	r.git = gitrepo.NewGit(gitrepo.GitOptions{Git: opts.Git, Timeout: r.timeout, Confine: opts.Confine})
 	return r
 }
 
@@ -299,11 +183,12 @@ type FileChange struct {
 // a Project root that is exactly its Git top level (also before the first
 // commit). It never writes to the repository.
 //
-// It first checks the repository's metadata with OpenRepository, allowing
-// nothing outside rootPath, and runs no Git when that fails.
+// It first checks the repository's metadata with gitrepo.OpenRepository,
+// allowing nothing outside rootPath, and runs no Git when that fails.
 //
-// Errors: ErrNotRepository, ErrNotTopLevel, ErrRepositoryUnsafe,
-// ErrUnsafeFilters and ErrGit (wrapped); the error of ctx, also
+// Errors: gitrepo.ErrNotRepository, gitrepo.ErrNotTopLevel,
+// gitrepo.ErrRepositoryUnsafe, gitrepo.ErrUnsafeFilters and gitrepo.ErrGit
+// (wrapped); the error of ctx, also
 // ErrTimeout (wrapping context.DeadlineExceeded) when Options.Timeout
 // expires; a filesystem error when rootPath cannot be resolved. It never
 // returns (nil, nil).
@@ -312,35 +197,87 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (_ *Changes, er
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 
-	repo, err := OpenRepository(rootPath)
+	repo, err := gitrepo.OpenRepository(rootPath)
 	if err != nil {
 		return nil, err
 	}
-	g := &gitRunner{r: r, repo: repo}
-	format, err := g.checkRepository(ctx)
+	format, err := r.git.Check(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	head, err := g.head(ctx)
+	head, err := r.git.Head(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.checkContent(ctx); err != nil {
+	if err := r.git.CheckContent(ctx, repo); err != nil {
 		return nil, err
 	}
 
-	b := &builder{r: r, files: map[string]*FileChange{}}
 	base := head
 	if base == "" {
 		base = emptyTree(format)
 	}
-	if err := b.side(ctx, g, true, "diff-index", "--cached", "-M", base); err != nil {
+	return r.diff(ctx, repo, base, head)
+}
+
+// ChangesSince is Changes with the staged side diffed against base, a full
+// commit ID, instead of HEAD: for a managed worktree whose base is its branch
+// point, the review then covers what was committed on the branch as well as
+// what is staged, unstaged or untracked. Committed and staged changes are
+// both reported as Staged. Changes.Head is still HEAD.
+//
+// source is the Project root the worktree belongs to: the worktree's
+// metadata may point inside rootPath or source (its .git file names
+// source's .git/worktrees/<id>), nowhere else.
+//
+// Errors: as Changes; gitrepo.ErrGit (wrapped) also when base is not a full
+// lowercase hexadecimal commit ID that names a commit in the repository.
+func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source string) (_ *Changes, err error) {
+	if !gitrepo.IsObjectID(base) || len(base) > 64 {
+		return nil, fmt.Errorf("review: base %q is not a full commit ID: %w", base, gitrepo.ErrGit)
+	}
+	defer func(parent context.Context) { err = timedOut(parent, err) }(ctx)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+
+	repo, err := gitrepo.OpenRepository(rootPath, source)
+	if err != nil {
 		return nil, err
 	}
-	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
+	if _, err := r.git.Check(ctx, repo); err != nil {
 		return nil, err
 	}
-	if err := b.untracked(ctx, g, repo.WorkTree); err != nil {
+	head, err := r.git.Head(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := r.run(ctx, repo, 1024, "rev-parse", "-q", "--verify", base+"^{commit}")
+	var exit *gitrepo.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return nil, err
+	}
+	if err != nil || !bytes.Equal(bytes.TrimSpace(out), []byte(base)) {
+		return nil, fmt.Errorf("review: base %s is not a commit of the repository: %w", base, gitrepo.ErrGit)
+	}
+	if err := r.git.CheckContent(ctx, repo); err != nil {
+		return nil, err
+	}
+
+	return r.diff(ctx, repo, base, head)
+}
+
+// diff builds the review of repo, which passed the checks: the staged side
+// diffed against base, the unstaged side, the untracked files. head is the
+// full HEAD commit ID, "" when HEAD is unborn.
+func (r *Reviewer) diff(ctx context.Context, repo *gitrepo.Repository, base, head string) (*Changes, error) {
+	b := &builder{r: r, files: map[string]*FileChange{}}
+	if err := b.side(ctx, repo, true, "diff-index", "--cached", "-M", base); err != nil {
+		return nil, err
+	}
+	if err := b.side(ctx, repo, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
+		return nil, err
+	}
+	if err := b.untracked(ctx, repo); err != nil {
 		return nil, err
 	}
 
@@ -351,27 +288,6 @@ func (r *Reviewer) Changes(ctx context.Context, rootPath string) (_ *Changes, er
 	}
 	c.Revision = revision(c)
 	return c, nil
-}
-
-// canonical returns the absolute, symlink-free form of an existing
-// directory.
-func canonical(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: not a directory", os.ErrInvalid)
-	}
-	return real, nil
 }
 
 // emptyTree returns the ID of the empty tree in the repository's object
@@ -415,7 +331,7 @@ func (b *builder) remaining() int64 {
 
 // side runs one plumbing diff (staged or unstaged) and merges its listing and
 // patch into b.
-func (b *builder) side(ctx context.Context, g *gitRunner, staged bool, cmd string, args ...string) error {
+func (b *builder) side(ctx context.Context, repo *gitrepo.Repository, staged bool, cmd string, args ...string) error {
 	budget := b.remaining()
 	full := []string{cmd, "-z", "--raw", "--numstat", "--no-ext-diff", "--no-textconv", "--no-color",
 		"--submodule=short", "--src-prefix=a/", "--dst-prefix=b/"}
@@ -424,16 +340,13 @@ func (b *builder) side(ctx context.Context, g *gitRunner, staged bool, cmd strin
 	}
 	full = append(full, args...)
 	full = append(full, "--")
-	res, err := g.run(ctx, listCap+budget, full...)
+	stdout, truncated, err := b.r.run(ctx, repo, listCap+budget, full...)
 	if err != nil {
 		return err
 	}
-	if res.exitCode != 0 && !res.truncated {
-		return g.failed(cmd, res)
-	}
-	out, err := parseDiff(res.stdout, !res.truncated)
+	out, err := parseDiff(stdout, !truncated)
 	if err != nil {
-		return fmt.Errorf("review: parse git %s output: %w: %w", cmd, ErrGit, err)
+		return fmt.Errorf("review: parse git %s output: %w: %w", cmd, gitrepo.ErrGit, err)
 	}
 	if !out.complete {
 		b.truncated = true
@@ -477,6 +390,20 @@ func (b *builder) side(ctx context.Context, g *gitRunner, staged bool, cmd strin
 	}
 	b.diff.Write(patch)
 	return nil
+}
+
+// run runs one Git invocation keeping at most limit bytes of its stdout;
+// truncated reports that the output went on (Git was killed).
+// Errors: those of gitrepo.Git.RunCapped but ErrOutputTooLarge.
+func (r *Reviewer) run(ctx context.Context, repo *gitrepo.Repository, limit int64, args ...string) (stdout []byte, truncated bool, err error) {
+	stdout, err = r.git.RunCapped(ctx, repo, limit, args...)
+	if errors.Is(err, gitrepo.ErrOutputTooLarge) {
+		return stdout, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return stdout, false, nil
 }
 
 // list returns the files sorted by path, capped at MaxFiles.

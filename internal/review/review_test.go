@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ func TestChangesStagedUnstagedUntracked(t *testing.T) {
 	testutil.WriteFile(t, dir, "staged-gone.txt", "bye\nbye\n")
 	testutil.WriteFile(t, dir, "mode.sh", "echo\n")
 	testutil.WriteFile(t, dir, ".gitignore", "*.log\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 
 	testutil.WriteFile(t, dir, "both.txt", "one\ntwo\nthree\nfour\n")
 	testutil.Git(t, dir, "add", "both.txt")
@@ -103,7 +104,7 @@ func TestChangesRename(t *testing.T) {
 		body.WriteString(strings.Repeat("line ", i+1) + "\n")
 	}
 	testutil.WriteFile(t, dir, "old name.txt", body.String())
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	testutil.Git(t, dir, "mv", "old name.txt", "new name.txt")
 
 	c := review(t, Options{}, dir)
@@ -119,7 +120,7 @@ func TestChangesRename(t *testing.T) {
 func TestChangesBinary(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, "blob.bin", "a\x00b")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	testutil.WriteFile(t, dir, "blob.bin", "a\x00c")
 	testutil.WriteFile(t, dir, "new.bin", "\x00\x01\x02")
 
@@ -142,7 +143,7 @@ func TestChangesBinary(t *testing.T) {
 func TestChangesUntrackedKinds(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, "base.txt", "base\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	testutil.WriteFile(t, dir, "empty", "")
 	testutil.WriteFile(t, dir, "crlf.txt", "a\r\nb\r\n")
 	testutil.WriteFile(t, dir, "run.sh", "#!/bin/sh\n")
@@ -189,7 +190,7 @@ func TestChangesSpecialPaths(t *testing.T) {
 	for _, n := range names {
 		testutil.WriteFile(t, dir, n, "before\n")
 	}
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	var want []FileChange
 	for _, n := range names {
 		testutil.WriteFile(t, dir, n, "after\n")
@@ -249,7 +250,7 @@ func TestChangesSHA256NoCommits(t *testing.T) {
 func TestChangesCleanRepository(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, "a.txt", "a\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	c := review(t, Options{}, dir)
 	if len(c.Files) != 0 || c.Diff != "" || c.Truncated {
 		t.Errorf("clean repository: %+v", c)
@@ -262,7 +263,7 @@ func TestChangesCleanRepository(t *testing.T) {
 func TestChangesRootErrors(t *testing.T) {
 	repo := testutil.NewRepo(t)
 	testutil.WriteFile(t, repo, "sub/file.txt", "x\n")
-	commitAll(t, repo)
+	testutil.CommitAll(t, repo)
 	plain := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(repo, link); err != nil {
@@ -274,10 +275,10 @@ func TestChangesRootErrors(t *testing.T) {
 		root string
 		want error
 	}{
-		{"subdirectory", filepath.Join(repo, "sub"), ErrNotTopLevel},
-		{"git directory", filepath.Join(repo, ".git"), ErrNotTopLevel},
-		{"git objects directory", filepath.Join(repo, ".git", "objects"), ErrNotTopLevel},
-		{"not a repository", plain, ErrNotRepository},
+		{"subdirectory", filepath.Join(repo, "sub"), gitrepo.ErrNotTopLevel},
+		{"git directory", filepath.Join(repo, ".git"), gitrepo.ErrNotTopLevel},
+		{"git objects directory", filepath.Join(repo, ".git", "objects"), gitrepo.ErrNotTopLevel},
+		{"not a repository", plain, gitrepo.ErrNotRepository},
 		{"symlink to the top level", link, nil},
 	}
 	for _, tt := range tests {
@@ -292,7 +293,7 @@ func TestChangesRootErrors(t *testing.T) {
 		})
 	}
 
-	if _, err := New(Options{}).Changes(context.Background(), filepath.Join(plain, "missing")); err == nil || errors.Is(err, ErrGit) {
+	if _, err := New(Options{}).Changes(context.Background(), filepath.Join(plain, "missing")); err == nil || errors.Is(err, gitrepo.ErrGit) {
 		t.Errorf("missing root: err = %v", err)
 	}
 }
@@ -314,7 +315,7 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := testutil.NewRepo(t)
 			testutil.WriteFile(t, dir, "a.txt", "a\n")
-			commitAll(t, dir)
+			testutil.CommitAll(t, dir)
 			for _, kv := range tt.config {
 				testutil.Git(t, dir, "config", kv[0], kv[1])
 			}
@@ -330,8 +331,8 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 			}
 
 			_, err := New(Options{}).Changes(context.Background(), dir)
-			if !errors.Is(err, ErrUnsafeFilters) {
-				t.Fatalf("err = %v, want ErrUnsafeFilters", err)
+			if !errors.Is(err, gitrepo.ErrUnsafeFilters) {
+				t.Fatalf("err = %v, want gitrepo.ErrUnsafeFilters", err)
 			}
 			if strings.Contains(err.Error(), "evil") || strings.Contains(err.Error(), "MARKER") {
 				t.Errorf("error echoes repository configuration: %v", err)
@@ -345,12 +346,12 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 	t.Run("included config", func(t *testing.T) {
 		dir := testutil.NewRepo(t)
 		testutil.WriteFile(t, dir, "a.txt", "a\n")
-		commitAll(t, dir)
+		testutil.CommitAll(t, dir)
 		testutil.WriteFile(t, dir, ".git/extra.config", "[filter \"evil\"]\n\tclean = sh -c 'touch MARKER; cat'\n")
 		testutil.Git(t, dir, "config", "include.path", "extra.config")
 		testutil.WriteFile(t, dir, ".gitattributes", "* filter=evil\n")
-		if _, err := New(Options{}).Changes(context.Background(), dir); !errors.Is(err, ErrUnsafeFilters) {
-			t.Fatalf("err = %v, want ErrUnsafeFilters", err)
+		if _, err := New(Options{}).Changes(context.Background(), dir); !errors.Is(err, gitrepo.ErrUnsafeFilters) {
+			t.Fatalf("err = %v, want gitrepo.ErrUnsafeFilters", err)
 		}
 	})
 
@@ -358,7 +359,7 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 	t.Run("control", func(t *testing.T) {
 		dir := testutil.NewRepo(t)
 		testutil.WriteFile(t, dir, "a.txt", "a\n")
-		commitAll(t, dir)
+		testutil.CommitAll(t, dir)
 		testutil.Git(t, dir, "config", "filter.evil.clean", "sh -c 'touch MARKER; cat'")
 		testutil.WriteFile(t, dir, ".gitattributes", "* filter=evil\n")
 		testutil.WriteFile(t, dir, "a.txt", "b\n")
@@ -372,14 +373,14 @@ func TestChangesRefusesUnsafeFilters(t *testing.T) {
 func TestChangesIgnoresInheritedGitEnvironment(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, "a.txt", "a\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	testutil.WriteFile(t, dir, "a.txt", "b\n")
 	testutil.WriteFile(t, dir, "u.txt", "u\n")
 	want := review(t, Options{}, dir)
 
 	other := testutil.NewRepo(t)
 	testutil.WriteFile(t, other, "x.txt", "x\n")
-	commitAll(t, other)
+	testutil.CommitAll(t, other)
 	marker := filepath.Join(t.TempDir(), "MARKER")
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_WORK_TREE", other)
@@ -404,7 +405,7 @@ func TestChangesLeavesIndexUntouched(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, "touched.txt", "same\n")
 	testutil.WriteFile(t, dir, "changed.txt", "old\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	// Stat-dirty but unchanged: porcelain diff/status would refresh and
 	// rewrite the index here.
 	future := time.Now().Add(time.Hour)
@@ -455,7 +456,7 @@ func TestChangesTruncation(t *testing.T) {
 	t.Run("huge untracked file", func(t *testing.T) {
 		dir := testutil.NewRepo(t)
 		testutil.WriteFile(t, dir, "a.txt", "a\n")
-		commitAll(t, dir)
+		testutil.CommitAll(t, dir)
 		testutil.WriteFile(t, dir, "a.txt", "b\n")
 		testutil.WriteFile(t, dir, "huge.txt", strings.Repeat("0123456789abcdef\n", 1<<18)) // 4.25 MiB
 		testutil.WriteFile(t, dir, "later.txt", "later\n")
@@ -496,7 +497,7 @@ func TestChangesTruncation(t *testing.T) {
 	t.Run("huge tracked change", func(t *testing.T) {
 		dir := testutil.NewRepo(t)
 		testutil.WriteFile(t, dir, "big.txt", "x\n")
-		commitAll(t, dir)
+		testutil.CommitAll(t, dir)
 		testutil.WriteFile(t, dir, "big.txt", strings.Repeat("line of text\n", 100000))
 		c := review(t, Options{MaxDiffBytes: 10000}, dir)
 		if !c.Truncated || len(c.Diff) > 10000 || !strings.HasSuffix(c.Diff, "\n") {
@@ -521,7 +522,7 @@ func TestChangesWithhold(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	testutil.WriteFile(t, dir, ".env", "TOKEN=old\n")
 	testutil.WriteFile(t, dir, "app.go", "package app\n")
-	commitAll(t, dir)
+	testutil.CommitAll(t, dir)
 	testutil.WriteFile(t, dir, ".env", "TOKEN=new-secret\n")
 	testutil.WriteFile(t, dir, "app.go", "package app // edited\n")
 	testutil.WriteFile(t, dir, "keys/id.pem", "-----BEGIN PRIVATE KEY-----\nsecret\n")
@@ -589,8 +590,8 @@ func TestChangesTimeoutKillsGit(t *testing.T) {
 func TestChangesGitMissing(t *testing.T) {
 	dir := testutil.NewRepo(t)
 	_, err := New(Options{Git: filepath.Join(t.TempDir(), "no-git")}).Changes(context.Background(), dir)
-	if !errors.Is(err, ErrGit) {
-		t.Fatalf("err = %v, want ErrGit", err)
+	if !errors.Is(err, gitrepo.ErrGit) {
+		t.Fatalf("err = %v, want gitrepo.ErrGit", err)
 	}
 }
 
@@ -617,7 +618,7 @@ func TestChangesNeutralizesRepositoryHelpers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := testutil.NewRepo(t)
 			testutil.WriteFile(t, dir, "a.txt", "a\n")
-			commitAll(t, dir)
+			testutil.CommitAll(t, dir)
 			testutil.WriteFile(t, dir, "a.txt", "b\n")
 			testutil.Git(t, dir, "config", tt.key, "sh -c 'touch MARKER' --")
 			marker := filepath.Join(dir, "MARKER")

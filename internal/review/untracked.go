@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
@@ -20,18 +21,15 @@ const binarySniff = 8000
 
 // untracked lists the untracked, not ignored files and renders them as
 // new-file diffs within the remaining budget.
-func (b *builder) untracked(ctx context.Context, g *gitRunner, rootPath string) error {
-	res, err := g.run(ctx, listCap, "ls-files", "-z", "--others", "--exclude-standard", "--")
+func (b *builder) untracked(ctx context.Context, repo *gitrepo.Repository) error {
+	out, truncated, err := b.r.run(ctx, repo, listCap, "ls-files", "-z", "--others", "--exclude-standard", "--")
 	if err != nil {
 		return err
 	}
-	if res.exitCode != 0 && !res.truncated {
-		return g.failed("ls-files", res)
-	}
-	if res.truncated {
+	if truncated {
 		b.truncated = true
 	}
-	names := parseNames(res.stdout)
+	names := parseNames(out)
 	if room := b.r.maxFiles - b.tracked; len(names) > room {
 		names = names[:max(0, room)]
 		b.truncated = true
@@ -39,7 +37,7 @@ func (b *builder) untracked(ctx context.Context, g *gitRunner, rootPath string) 
 	if len(names) == 0 {
 		return nil
 	}
-	root, err := os.OpenRoot(rootPath)
+	root, err := os.OpenRoot(repo.WorkTree)
 	if err != nil {
 		return fmt.Errorf("review: open root: %w", err)
 	}

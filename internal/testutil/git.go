@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,5 +58,25 @@ func NewRepo(t testing.TB) string {
 	Git(t, dir, "config", "user.name", "Test")
 	Git(t, dir, "config", "user.email", "test@example.com")
 	Git(t, dir, "config", "commit.gpgsign", "false")
+	return dir
+}
+
+// CommitAll stages everything in the work tree dir and commits it.
+func CommitAll(t testing.TB, dir string) {
+	t.Helper()
+	Git(t, dir, "add", "-A")
+	Git(t, dir, "commit", "-q", "-m", "commit")
+}
+
+// NewRepoWithFiles returns NewRepo with one commit of n small files spread
+// over 50 directories (d00/f0.txt holds "0\n", d01/f1.txt "1\n", …): each
+// file is a loose object, none is packed.
+func NewRepoWithFiles(t testing.TB, n int) string {
+	t.Helper()
+	dir := NewRepo(t)
+	for i := range n {
+		WriteFile(t, dir, fmt.Sprintf("d%02d/f%d.txt", i%50, i), fmt.Sprintf("%d\n", i))
+	}
+	CommitAll(t, dir)
 	return dir
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/process"
-	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 // newConfiner returns a process.Manager's Confine (testutil.Confiner).
-func newConfiner(t *testing.T) review.Confiner { return testutil.Confiner(t) }
+func newConfiner(t *testing.T) gitrepo.Confiner { return testutil.Confiner(t) }
 
 // TestConfinedGitWritesNoHooksOrConfig: a filter that slips past the
 // checks (planted by a concurrent command right before the invocation that
@@ -91,7 +91,7 @@ func TestConfinedGitWritesNoHooksOrConfig(t *testing.T) {
 					}
 					return nil
 				}
-				m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Confine: conf})})
+				m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: gitrepo.NewGit(gitrepo.GitOptions{Confine: conf})})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +125,7 @@ func TestConfinedGitWritesNoHooksOrConfig(t *testing.T) {
 // dirty check, Remove (also of refs packed meanwhile) and the Prune of a
 // half-created worktree still work.
 func TestConfinedLifecycle(t *testing.T) {
-	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Confine: newConfiner(t)})})
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: gitrepo.NewGit(gitrepo.GitOptions{Confine: newConfiner(t)})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // Create returns the worktree for key, creating it when none is registered:
@@ -23,8 +23,8 @@ import (
 // (see add).
 //
 // Errors: those of Eligible; ErrInvalidKey; ErrConflict (wrapped) when the
-// key's path or branch is in use; ErrUnsafe and review.ErrRepositoryUnsafe
-// (wrapped) also when the new worktree fails the checks; review.ErrGit
+// key's path or branch is in use; ErrUnsafe and gitrepo.ErrRepositoryUnsafe
+// (wrapped) also when the new worktree fails the checks; gitrepo.ErrGit
 // (wrapped) when Git failed; in these cases nothing of this attempt
 // remains; the error of ctx.
 func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, error) {
@@ -115,7 +115,7 @@ func (m *Manager) Create(ctx context.Context, rootPath, key string) (*Worktree, 
 // checkout is `read-tree --reset -u HEAD`, not the `reset --hard` that
 // `git worktree add` runs, which also rewrites the branch's ref and reflog
 // in the source; it writes the worktree and its repository directory only.
-func (m *Manager) add(ctx context.Context, src *review.Repository, wt *Worktree) error {
+func (m *Manager) add(ctx context.Context, src *gitrepo.Repository, wt *Worktree) error {
 	args := writeArgs("worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockInitializing, wt.Path, wt.Branch)
 	if _, err := m.git.RunWriting(ctx, src, adminWrites(src, wt.Path), args...); err != nil {
 		return fmt.Errorf("worktree: add worktree: %w", err)
@@ -125,7 +125,7 @@ func (m *Manager) add(ctx context.Context, src *review.Repository, wt *Worktree)
 		return err
 	}
 	if filepath.Dir(repo.GitDir) != worktreesDir(src) {
-		return fmt.Errorf("worktree: new worktree's repository directory is not in the source's worktrees: %w", review.ErrGit)
+		return fmt.Errorf("worktree: new worktree's repository directory is not in the source's worktrees: %w", gitrepo.ErrGit)
 	}
 	if err := m.checkFilters(ctx, repo); err != nil {
 		return err
@@ -148,14 +148,14 @@ func (m *Manager) add(ctx context.Context, src *review.Repository, wt *Worktree)
 // relative one against its current directory, then reports the worktree
 // prunable and `git worktree prune` or `git gc` deletes it. The result is
 // checked like every worktree before it is used, and returned.
-func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Worktree) (*review.Repository, error) {
+func (m *Manager) relativize(ctx context.Context, src *gitrepo.Repository, wt *Worktree) (*gitrepo.Repository, error) {
 	dotgit := filepath.Join(wt.Path, ".git")
 	target, err := absoluteGitdir(dotgit)
 	if err != nil {
 		return nil, err
 	}
 	if target == "" {
-		return nil, fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", review.ErrGit)
+		return nil, fmt.Errorf("worktree: unexpected .git file from git worktree add: %w", gitrepo.ErrGit)
 	}
 	rel, err := filepath.Rel(wt.Path, target)
 	if err != nil {
@@ -184,7 +184,7 @@ func (m *Manager) relativize(ctx context.Context, src *review.Repository, wt *Wo
 // undoCreate removes what a failed Create added, with its own deadline so a
 // cancelled ctx does not stop it. The path did not exist before the attempt
 // (checkFree), so whatever is there now came from it.
-func (m *Manager) undoCreate(ctx context.Context, src *review.Repository, wt *Worktree, head string) {
+func (m *Manager) undoCreate(ctx context.Context, src *gitrepo.Repository, wt *Worktree, head string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if list, err := m.list(ctx, src); err == nil {
@@ -228,7 +228,7 @@ func absoluteGitdir(dotgit string) (string, error) {
 }
 
 // checkFree returns ErrConflict unless neither wt's path nor its refs exist.
-func (m *Manager) checkFree(ctx context.Context, src *review.Repository, wt *Worktree) error {
+func (m *Manager) checkFree(ctx context.Context, src *gitrepo.Repository, wt *Worktree) error {
 	if _, err := os.Lstat(wt.Path); err == nil {
 		return fmt.Errorf("worktree: %s exists: %w", wt.Path, ErrConflict)
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // lockInitializing is the lock reason `git worktree add` writes while it
@@ -46,7 +46,7 @@ func creatingMarker(path string) string {
 }
 
 // list returns the worktrees of the repository src, the main one first.
-func (m *Manager) list(ctx context.Context, src *review.Repository) ([]entry, error) {
+func (m *Manager) list(ctx context.Context, src *gitrepo.Repository) ([]entry, error) {
 	out, err := m.git.Run(ctx, src, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: list worktrees: %w", err)

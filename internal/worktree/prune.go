@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // Prune removes, for the repository at rootPath, what Creates cut short by
@@ -33,7 +33,7 @@ import (
 // directories Git does not know, branches that moved past their base. It
 // returns what it removed: worktree paths and full ref names.
 //
-// Errors: ErrNotRepository, ErrNotTopLevel (wrapped); review.ErrGit
+// Errors: ErrNotRepository, ErrNotTopLevel (wrapped); gitrepo.ErrGit
 // (wrapped) when Git failed, with what was removed until then; the error of
 // ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Prune(ctx context.Context, rootPath string) (removed []string, err error) {
@@ -71,7 +71,7 @@ func (m *Manager) prune(ctx context.Context, rootPath string) (removed []string,
 // relativizeAll rewrites the .git file of every finished managed worktree
 // of src that still names its repository directory by an absolute path
 // (made before .git files were written relative), as Create now does.
-func (m *Manager) relativizeAll(ctx context.Context, src *review.Repository, list []entry) error {
+func (m *Manager) relativizeAll(ctx context.Context, src *gitrepo.Repository, list []entry) error {
 	repoDir := m.repoDir(src.WorkTree)
 	for _, e := range list {
 		key := filepath.Base(e.path)
@@ -137,7 +137,7 @@ func (m *Manager) Check(ctx context.Context, rootPath string) (Report, error) {
 // and refs (Create's clean-up before retrying). With dry set it changes
 // nothing and returns what it would remove (the caller need not hold the
 // lock).
-func (m *Manager) sweep(ctx context.Context, src *review.Repository, list []entry, key string, dry bool) (removed []string, err error) {
+func (m *Manager) sweep(ctx context.Context, src *gitrepo.Repository, list []entry, key string, dry bool) (removed []string, err error) {
 	root := src.WorkTree
 	repoDir := m.repoDir(root)
 	inScope := func(path string) bool {

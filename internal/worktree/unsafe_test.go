@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 	"github.com/devspace-dev/devspace/internal/testutil"
@@ -22,7 +23,7 @@ import (
 // fails the test quickly instead of hanging it.
 func fastManager(t *testing.T) *Manager {
 	t.Helper()
-	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Timeout: 5 * time.Second})})
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: gitrepo.NewGit(gitrepo.GitOptions{Timeout: 5 * time.Second})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,17 +41,17 @@ func TestRefusesEscapingMetadata(t *testing.T) {
 			outside := testutil.CanonicalTempDir(t)
 			e.Plant(t, repo, outside)
 			start := time.Now()
-			if err := m.Eligible(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Eligible = %v, want review.ErrRepositoryUnsafe", err)
+			if err := m.Eligible(t.Context(), repo); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+				t.Errorf("Eligible = %v, want gitrepo.ErrRepositoryUnsafe", err)
 			}
-			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Create = %v, want review.ErrRepositoryUnsafe", err)
+			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+				t.Errorf("Create = %v, want gitrepo.ErrRepositoryUnsafe", err)
 			}
-			if _, err := m.Prune(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Prune = %v, want review.ErrRepositoryUnsafe", err)
+			if _, err := m.Prune(t.Context(), repo); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+				t.Errorf("Prune = %v, want gitrepo.ErrRepositoryUnsafe", err)
 			}
-			if _, err := m.Check(t.Context(), repo); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Check = %v, want review.ErrRepositoryUnsafe", err)
+			if _, err := m.Check(t.Context(), repo); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+				t.Errorf("Check = %v, want gitrepo.ErrRepositoryUnsafe", err)
 			}
 			if d := time.Since(start); d > 4*time.Second {
 				t.Errorf("took %v: something waited on a FIFO", d)
@@ -75,11 +76,11 @@ func TestRefusesEscapeAfterCreate(t *testing.T) {
 		outside := testutil.CanonicalTempDir(t)
 		testutil.OutsideRepo(t, filepath.Join(outside, "repo"), true)
 		testutil.WriteFile(t, wt.Path, ".git", "gitdir: "+filepath.Join(outside, "repo", ".git")+"\n")
-		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-			t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+			t.Errorf("Dirty = %v, want gitrepo.ErrRepositoryUnsafe", err)
 		}
-		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-			t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+			t.Errorf("Remove = %v, want gitrepo.ErrRepositoryUnsafe", err)
 		}
 		if !exists(wt.Path) {
 			t.Error("the worktree was removed")
@@ -98,14 +99,14 @@ func TestRefusesEscapeAfterCreate(t *testing.T) {
 				e.Plant(t, repo, outside)
 			}
 		}
-		if _, err := m.Get(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
-			t.Errorf("Get = %v, want review.ErrRepositoryUnsafe", err)
+		if _, err := m.Get(t.Context(), repo, "k"); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+			t.Errorf("Get = %v, want gitrepo.ErrRepositoryUnsafe", err)
 		}
-		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-			t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+		if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+			t.Errorf("Dirty = %v, want gitrepo.ErrRepositoryUnsafe", err)
 		}
-		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-			t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+		if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+			t.Errorf("Remove = %v, want gitrepo.ErrRepositoryUnsafe", err)
 		}
 	})
 }
@@ -291,15 +292,15 @@ func TestPruneRelativizesOlderWorktrees(t *testing.T) {
 }
 
 // refusedAtOnce checks that Dirty and Remove of wt answer
-// review.ErrRepositoryUnsafe without waiting (on a FIFO).
+// gitrepo.ErrRepositoryUnsafe without waiting (on a FIFO).
 func refusedAtOnce(t *testing.T, m *Manager, repo string, wt *Worktree) {
 	t.Helper()
 	start := time.Now()
-	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-		t.Errorf("Dirty = %v, want review.ErrRepositoryUnsafe", err)
+	if _, err := m.Dirty(t.Context(), wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+		t.Errorf("Dirty = %v, want gitrepo.ErrRepositoryUnsafe", err)
 	}
-	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, review.ErrRepositoryUnsafe) {
-		t.Errorf("Remove = %v, want review.ErrRepositoryUnsafe", err)
+	if err := m.Remove(t.Context(), repo, wt); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+		t.Errorf("Remove = %v, want gitrepo.ErrRepositoryUnsafe", err)
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("took %v: something waited on a FIFO", d)
@@ -346,7 +347,7 @@ func TestForgedLockKeepsWorktree(t *testing.T) {
 // onbranch:devspace/**, defined a smudge filter that the check, run in
 // the source with the source's HEAD, did not see; `git worktree add` ran it
 // and it wrote a hook in the source's .git that the owner's next checkout
-// ran). Create refuses every variant with review.ErrRepositoryUnsafe, and
+// ran). Create refuses every variant with gitrepo.ErrRepositoryUnsafe, and
 // none of it runs; plain Git, in a worktree on such a branch, runs it (the
 // control).
 func TestRefusesConfigOfAnotherContext(t *testing.T) {
@@ -398,8 +399,8 @@ func TestRefusesConfigOfAnotherContext(t *testing.T) {
 			testutil.Git(t, repo, "commit", "-q", "-m", "initial")
 			testutil.Git(t, repo, "config", tt.key, tt.value)
 
-			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, review.ErrRepositoryUnsafe) {
-				t.Errorf("Create = %v, want review.ErrRepositoryUnsafe", err)
+			if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+				t.Errorf("Create = %v, want gitrepo.ErrRepositoryUnsafe", err)
 			}
 			if got := testutil.Markers(t, markers); len(got) != 0 {
 				t.Errorf("the repository's %s ran: %v", tt.driver, got)
@@ -442,7 +443,7 @@ func TestCreateChecksInsideTheWorktree(t *testing.T) {
 		}
 		return nil
 	}
-	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: review.NewGit(review.GitOptions{Confine: plant})})
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "worktrees"), Git: gitrepo.NewGit(gitrepo.GitOptions{Confine: plant})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,11 @@
 // reachable. Both refs live in the source repository.
 //
 // Git. Every operation first checks the source repository's metadata with
-// review.OpenRepository (nothing may point outside the Project root) and,
+// gitrepo.OpenRepository (nothing may point outside the Project root) and,
 // for an existing worktree, the worktree's (it may point into the worktree
 // and the source Project root only); when that fails it returns
-// review.ErrRepositoryUnsafe (wrapped) and runs no Git. Every invocation
-// then goes through review.Git on the verified repository: explicit
+// gitrepo.ErrRepositoryUnsafe (wrapped) and runs no Git. Every invocation
+// then goes through gitrepo.Git on the verified repository: explicit
 // GIT_DIR, GIT_COMMON_DIR and GIT_WORK_TREE, scrubbed environment, no
 // system or global configuration, fsmonitor, hooks, pager and transports
 // off, process-group kill. After `git worktree add` the worktree's .git
@@ -28,9 +28,9 @@
 // the source's hooks/ or config while Git reads work tree content. Before
 // Git compares work tree content (Dirty; the checkout of Create, which runs
 // smudge filters; `git worktree remove`, which runs `git status`)
-// review.Git.CheckContent, run in that worktree's own context, refuses
+// gitrepo.Git.CheckContent, run in that worktree's own context, refuses
 // executable filters and diff or merge drivers (ErrUnsafe) and checked-out
-// submodules whose metadata leads outside (review.ErrRepositoryUnsafe).
+// submodules whose metadata leads outside (gitrepo.ErrRepositoryUnsafe).
 // That is why Create registers the worktree without a checkout, checks it
 // from inside, and only then checks it out: the source's configuration may
 // mean something else there (OpenRepository refuses conditional includes,
@@ -63,7 +63,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // DefaultGitTimeout bounds one Git invocation when Options.Git is nil. It is
@@ -87,7 +87,7 @@ const maxKeyLen = 128
 // wrapped with lowercase context meant for logs, so test them with
 // errors.Is. The MCP edge maps ErrNotRepository, ErrNotTopLevel, ErrNoCommits
 // and ErrUnsafe to project_worktree_unavailable, ErrDirty to
-// project_worktree_dirty, and review.ErrRepositoryUnsafe, which every
+// project_worktree_dirty, and gitrepo.ErrRepositoryUnsafe, which every
 // operation may return (wrapped) when repository metadata points outside
 // the allowed directories, to repository_unsafe.
 var (
@@ -124,8 +124,8 @@ type Options struct {
 	// is created with mode 0700 when missing; an existing directory keeps
 	// its mode.
 	Dir string
-	// Git runs Git. Nil means review.NewGit with Timeout DefaultGitTimeout.
-	Git *review.Git
+	// Git runs Git. Nil means gitrepo.NewGit with Timeout DefaultGitTimeout.
+	Git *gitrepo.Git
 }
 
 // Manager creates, finds, inspects and removes managed worktrees. It is safe
@@ -133,7 +133,7 @@ type Options struct {
 // serialized per repository. The zero value is not usable, use New.
 type Manager struct {
 	dir string
-	git *review.Git
+	git *gitrepo.Git
 
 	mu    sync.Mutex
 	locks map[string]chan struct{} // canonical root → 1-slot semaphore
@@ -177,7 +177,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	g := opts.Git
 	if g == nil {
-		g = review.NewGit(review.GitOptions{Timeout: DefaultGitTimeout})
+		g = gitrepo.NewGit(gitrepo.GitOptions{Timeout: DefaultGitTimeout})
 	}
 	return &Manager{dir: dir, git: g, locks: map[string]chan struct{}{}}, nil
 }
@@ -188,7 +188,7 @@ func New(opts Options) (*Manager, error) {
 // executable filter, diff or merge driver. It only reads the repository.
 //
 // Errors: ErrNotRepository, ErrNotTopLevel, ErrNoCommits, ErrUnsafe
-// (wrapped); review.ErrGit (wrapped) when Git failed; the error of ctx; a
+// (wrapped); gitrepo.ErrGit (wrapped) when Git failed; the error of ctx; a
 // filesystem error when rootPath cannot be resolved.
 func (m *Manager) Eligible(ctx context.Context, rootPath string) error {
 	if err := m.waitStart(ctx); err != nil {
@@ -208,7 +208,7 @@ func (m *Manager) eligibleRoot(ctx context.Context, rootPath string) error {
 }
 
 // eligible is Eligible for a verified source repository; it returns HEAD.
-func (m *Manager) eligible(ctx context.Context, src *review.Repository) (head string, err error) {
+func (m *Manager) eligible(ctx context.Context, src *gitrepo.Repository) (head string, err error) {
 	if err := m.check(ctx, src); err != nil {
 		return "", err
 	}
@@ -225,12 +225,12 @@ func (m *Manager) eligible(ctx context.Context, src *review.Repository) (head st
 	return head, nil
 }
 
-// checkFilters runs review's work tree content checks, mapping the filter
+// checkFilters runs gitrepo's work tree content checks, mapping the filter
 // check to ErrUnsafe (a submodule leading outside stays
-// review.ErrRepositoryUnsafe).
-func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) error {
+// gitrepo.ErrRepositoryUnsafe).
+func (m *Manager) checkFilters(ctx context.Context, repo *gitrepo.Repository) error {
 	err := m.git.CheckContent(ctx, repo)
-	if errors.Is(err, review.ErrUnsafeFilters) {
+	if errors.Is(err, gitrepo.ErrUnsafeFilters) {
 		return fmt.Errorf("worktree: %w", ErrUnsafe)
 	}
 	if err != nil {
@@ -242,7 +242,7 @@ func (m *Manager) checkFilters(ctx context.Context, repo *review.Repository) err
 // Get returns the finished worktree registered for key.
 //
 // Errors: ErrInvalidKey; ErrNotFound (wrapped) when none is, including while
-// Create is still making it; review.ErrGit (wrapped) when Git failed; the
+// Create is still making it; gitrepo.ErrGit (wrapped) when Git failed; the
 // error of ctx; a filesystem error when rootPath cannot be resolved.
 func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, error) {
 	if err := m.waitStart(ctx); err != nil {
@@ -256,14 +256,14 @@ func (m *Manager) Get(ctx context.Context, rootPath, key string) (*Worktree, err
 }
 
 // openKeyed checks key and opens the source repository at rootPath.
-func (m *Manager) openKeyed(rootPath, key string) (*review.Repository, error) {
+func (m *Manager) openKeyed(rootPath, key string) (*gitrepo.Repository, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	return m.openSource(rootPath)
 }
 
-func (m *Manager) get(ctx context.Context, src *review.Repository, key string) (*Worktree, error) {
+func (m *Manager) get(ctx context.Context, src *gitrepo.Repository, key string) (*Worktree, error) {
 	wt := m.layout(src.WorkTree, key)
 	list, err := m.list(ctx, src)
 	if err != nil {
@@ -295,7 +295,7 @@ func (m *Manager) get(ctx context.Context, src *review.Repository, key string) (
 //     directories too (`git worktree remove` does not count those either).
 //
 // Errors: ErrNotFound (wrapped) when wt.Path is no longer the top level of a
-// worktree; ErrUnsafe (wrapped); review.ErrGit (wrapped) when Git failed; the
+// worktree; ErrUnsafe (wrapped); gitrepo.ErrGit (wrapped) when Git failed; the
 // error of ctx; os.ErrInvalid (wrapped) when wt is not one of this
 // Manager's worktrees.
 func (m *Manager) Dirty(ctx context.Context, wt *Worktree) (bool, error) {
@@ -315,7 +315,7 @@ func (m *Manager) Dirty(ctx context.Context, wt *Worktree) (bool, error) {
 	return m.dirty(ctx, src, wt.Path)
 }
 
-func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string) (bool, error) {
+func (m *Manager) dirty(ctx context.Context, src *gitrepo.Repository, path string) (bool, error) {
 	repo, err := m.openWorktree(src, path)
 	if errors.Is(err, ErrNotRepository) || errors.Is(err, ErrNotTopLevel) || errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("worktree: %w", ErrNotFound)
@@ -332,7 +332,7 @@ func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string
 	if err := m.checkFilters(ctx, repo); err != nil {
 		return false, err
 	}
-	var exit *review.ExitError
+	var exit *gitrepo.ExitError
 	_, err = m.git.Run(ctx, repo, "diff-index", "--cached", "--quiet", "--no-ext-diff", "--no-textconv", "HEAD", "--")
 	switch {
 	case errors.As(err, &exit) && exit.Code == 1:
@@ -342,14 +342,14 @@ func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string
 	}
 	out, err := m.git.Run(ctx, repo, "diff-files", "-z", "--numstat", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--")
 	switch {
-	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
+	case errors.Is(err, gitrepo.ErrOutputTooLarge) || len(out) > 0 && err == nil:
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("worktree: unstaged changes: %w", err)
 	}
 	out, err = m.git.Run(ctx, repo, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory", "--")
 	switch {
-	case errors.Is(err, review.ErrOutputTooLarge) || len(out) > 0 && err == nil:
+	case errors.Is(err, gitrepo.ErrOutputTooLarge) || len(out) > 0 && err == nil:
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("worktree: untracked files: %w", err)
@@ -366,7 +366,7 @@ func (m *Manager) dirty(ctx context.Context, src *review.Repository, path string
 // Errors: ErrDirty (wrapped) when the worktree has changes (Dirty), checked
 // again by Git itself, and nothing is removed; ErrNotFound (wrapped) when no
 // finished worktree is registered for wt.Key; ErrUnsafe (wrapped);
-// review.ErrGit (wrapped) when Git failed or refused (a locked worktree, one
+// gitrepo.ErrGit (wrapped) when Git failed or refused (a locked worktree, one
 // with submodules); the error of ctx; os.ErrInvalid (wrapped) when wt is not
 // one of this Manager's worktrees of rootPath.
 func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) error {
@@ -408,7 +408,7 @@ func (m *Manager) Remove(ctx context.Context, rootPath string, wt *Worktree) err
 	// could write them and the source's worktrees/, not the state, keys,
 	// other Projects, or the source's hooks and config (adminWrites).
 	if _, err := m.git.RunWriting(ctx, src, adminWrites(src, cur.Path), writeArgs("worktree", "remove", cur.Path)...); err != nil {
-		var exit *review.ExitError
+		var exit *gitrepo.ExitError
 		if errors.As(err, &exit) && strings.Contains(string(exit.Stderr), "contains modified or untracked files") {
 			return fmt.Errorf("worktree: %w", ErrDirty)
 		}
@@ -457,14 +457,14 @@ func (m *Manager) repoDir(root string) string {
 }
 
 // base returns the commit refs/devspace/base/<short> names, or "".
-func (m *Manager) base(ctx context.Context, src *review.Repository, branch string) (string, error) {
+func (m *Manager) base(ctx context.Context, src *gitrepo.Repository, branch string) (string, error) {
 	return m.resolveRef(ctx, src, baseRefPrefix+shortOf(branch))
 }
 
 // resolveRef returns the object ID ref names, or "" when it does not exist.
-func (m *Manager) resolveRef(ctx context.Context, src *review.Repository, ref string) (string, error) {
+func (m *Manager) resolveRef(ctx context.Context, src *gitrepo.Repository, ref string) (string, error) {
 	out, err := m.git.Run(ctx, src, "rev-parse", "-q", "--verify", ref)
-	var exit *review.ExitError
+	var exit *gitrepo.ExitError
 	if errors.As(err, &exit) && exit.Code == 1 {
 		return "", nil
 	}
@@ -477,7 +477,7 @@ func (m *Manager) resolveRef(ctx context.Context, src *review.Repository, ref st
 // updateRef sets ref to newID, or deletes it when newID is "", if it
 // currently is oldID ("" meaning: must not exist when creating, any value
 // when deleting).
-func (m *Manager) updateRef(ctx context.Context, src *review.Repository, ref, newID, oldID string) error {
+func (m *Manager) updateRef(ctx context.Context, src *gitrepo.Repository, ref, newID, oldID string) error {
 	args, writes := writeArgs("update-ref", "-m", "devspace: create worktree", ref, newID, oldID), refWrites(src)
 	if newID == "" {
 		args, writes = writeArgs("update-ref", "-m", "devspace: remove worktree", "-d", ref), refDeleteWrites(src)
@@ -492,27 +492,27 @@ func (m *Manager) updateRef(ctx context.Context, src *review.Repository, ref, ne
 }
 
 // openSource checks the metadata of the Project repository at rootPath,
-// which must stay inside rootPath (review.OpenRepository), with this
+// which must stay inside rootPath (gitrepo.OpenRepository), with this
 // package's errors.
-func (m *Manager) openSource(rootPath string) (*review.Repository, error) {
+func (m *Manager) openSource(rootPath string) (*gitrepo.Repository, error) {
 	return m.open(rootPath)
 }
 
 // openWorktree checks the metadata of the managed worktree at path of the
 // source repository src: it may point inside the worktree or the source
 // Project root, nowhere else.
-func (m *Manager) openWorktree(src *review.Repository, path string) (*review.Repository, error) {
+func (m *Manager) openWorktree(src *gitrepo.Repository, path string) (*gitrepo.Repository, error) {
 	return m.open(path, src.WorkTree)
 }
 
-func (m *Manager) open(dir string, allowed ...string) (*review.Repository, error) {
-	repo, err := review.OpenRepository(dir, allowed...)
+func (m *Manager) open(dir string, allowed ...string) (*gitrepo.Repository, error) {
+	repo, err := gitrepo.OpenRepository(dir, allowed...)
 	switch {
 	case err == nil:
 		return repo, nil
-	case errors.Is(err, review.ErrNotRepository):
+	case errors.Is(err, gitrepo.ErrNotRepository):
 		return nil, fmt.Errorf("worktree: %w", ErrNotRepository)
-	case errors.Is(err, review.ErrNotTopLevel):
+	case errors.Is(err, gitrepo.ErrNotTopLevel):
 		return nil, fmt.Errorf("worktree: %w", ErrNotTopLevel)
 	}
 	return nil, fmt.Errorf("worktree: %w", err)
@@ -520,12 +520,12 @@ func (m *Manager) open(dir string, allowed ...string) (*review.Repository, error
 
 // check runs Git's own repository check in repo, with this package's
 // errors.
-func (m *Manager) check(ctx context.Context, repo *review.Repository) error {
-	err := m.git.Check(ctx, repo)
+func (m *Manager) check(ctx context.Context, repo *gitrepo.Repository) error {
+	_, err := m.git.Check(ctx, repo)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, review.ErrNotRepository):
+	case errors.Is(err, gitrepo.ErrNotRepository):
 		return fmt.Errorf("worktree: %w", ErrNotRepository)
 	}
 	return fmt.Errorf("worktree: %w", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/review"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
@@ -453,13 +454,13 @@ func TestCreateFailureCleansUp(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "wt"), Git: review.NewGit(review.GitOptions{Git: wrapper})})
+	m, err := New(Options{Dir: filepath.Join(t.TempDir(), "wt"), Git: gitrepo.NewGit(gitrepo.GitOptions{Git: wrapper})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	repo := newRepo(t, true)
-	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, review.ErrGit) {
-		t.Fatalf("Create = %v, want review.ErrGit", err)
+	if _, err := m.Create(t.Context(), repo, "k"); !errors.Is(err, gitrepo.ErrGit) {
+		t.Fatalf("Create = %v, want gitrepo.ErrGit", err)
 	}
 	if paths := worktreePaths(t, repo); len(paths) != 1 {
 		t.Errorf("worktrees = %q", paths)
@@ -528,8 +529,8 @@ func TestReviewOfWorktree(t *testing.T) {
 	testutil.WriteFile(t, wt.Path, "a.txt", "one\nmore\n")
 	testutil.WriteFile(t, wt.Path, "new.txt", "fresh\n")
 	r := review.New(review.Options{})
-	if _, err := r.Changes(t.Context(), wt.Path); !errors.Is(err, review.ErrRepositoryUnsafe) {
-		t.Errorf("Changes on a managed worktree without its source = %v, want review.ErrRepositoryUnsafe", err)
+	if _, err := r.Changes(t.Context(), wt.Path); !errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+		t.Errorf("Changes on a managed worktree without its source = %v, want gitrepo.ErrRepositoryUnsafe", err)
 	}
 	c, err := r.ChangesSince(t.Context(), wt.Path, wt.BaseCommit, repo)
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/devspace-dev/devspace/internal/review"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
 // What each writing Git invocation of this package may write, confined
-// (review.Git.RunWriting); every other invocation (rev-parse, worktree
+// (gitrepo.Git.RunWriting); every other invocation (rev-parse, worktree
 // list, for-each-ref, the configuration check and the dirty check's
 // plumbing) writes nothing. A writable directory is writable with its
 // whole subtree (Landlock), so each set names the narrowest directories
@@ -21,7 +21,7 @@ import (
 
 // refWrites is what update-ref creating a ref writes: the loose ref and its
 // lock under refs/, its reflog under logs/.
-func refWrites(src *review.Repository) []string {
+func refWrites(src *gitrepo.Repository) []string {
 	return []string{filepath.Join(src.CommonDir, "refs"), filepath.Join(src.CommonDir, "logs")}
 }
 
@@ -34,7 +34,7 @@ func refWrites(src *review.Repository) []string {
 // hooks/ and config included. That is bearable only because a deletion
 // reads no work tree content and nothing in it runs a program the
 // repository configures (hooks are off): keep it to deletions.
-func refDeleteWrites(src *review.Repository) []string {
+func refDeleteWrites(src *gitrepo.Repository) []string {
 	return []string{src.CommonDir}
 }
 
@@ -43,13 +43,13 @@ func refDeleteWrites(src *review.Repository) []string {
 // delete under worktrees/ (its name is Git's choice, so worktrees/ as a
 // whole), and the worktree directory, which removing needs the parent of
 // (the directory of this repository's managed worktrees).
-func adminWrites(src *review.Repository, path string) []string {
+func adminWrites(src *gitrepo.Repository, path string) []string {
 	return []string{filepath.Dir(path), worktreesDir(src)}
 }
 
 // worktreesDir is the source's directory of worktree administrative
 // directories.
-func worktreesDir(src *review.Repository) string {
+func worktreesDir(src *gitrepo.Repository) string {
 	return filepath.Join(src.CommonDir, "worktrees")
 }
 
@@ -60,7 +60,7 @@ func worktreesDir(src *review.Repository) string {
 // os.Root of the source's work tree, which holds its common dir
 // (OpenRepository), so a .git a command swapped for a symlink leading out
 // of the Project is not followed.
-func makeMetadataDirs(src *review.Repository) error {
+func makeMetadataDirs(src *gitrepo.Repository) error {
 	rel, err := filepath.Rel(src.WorkTree, src.CommonDir)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)

@@ -1,14 +1,15 @@
 //go:build !unix
 
-package review
+package gitrepo
 
 import (
 	"os"
 	"os/exec"
 )
 
-// fileOpenFlags opens untracked files. Without Unix FIFOs there is nothing to
-// guard against beyond the Lstat that precedes every open.
+// fileOpenFlags opens metadata files (verifier.read). Without Unix FIFOs
+// there is nothing to guard against beyond the Lstat that precedes every
+// open.
 const fileOpenFlags = os.O_RDONLY
 
 // setProcessGroup keeps exec's default cancellation: killing the process.

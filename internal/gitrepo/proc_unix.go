@@ -1,6 +1,6 @@
 //go:build unix
 
-package review
+package gitrepo
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// fileOpenFlags opens untracked files. O_NONBLOCK makes opening a FIFO that
-// replaced a regular file after the Lstat return at once instead of waiting
-// for a writer; it does not change reads of regular files. O_NOCTTY keeps a
-// terminal from becoming the controlling one.
+// fileOpenFlags opens metadata files (verifier.read). O_NONBLOCK makes
+// opening a FIFO that replaced a regular file after the Lstat return at
+// once instead of waiting for a writer; it does not change reads of regular
+// files. O_NOCTTY keeps a terminal from becoming the controlling one.
 const fileOpenFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
 
 // setProcessGroup starts cmd in its own process group and makes cancelling

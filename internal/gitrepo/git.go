@@ -1,4 +1,4 @@
-package review
+package gitrepo
 
 import (
 	"bytes"
@@ -13,6 +13,11 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/sandbox"
 )
+
+// listCap bounds the output of the invocations this package's checks run
+// (rev-parse, the configuration listing, check-ignore), and by default
+// Run's.
+const listCap = 8 << 20
 
 // stderrCap bounds the stderr kept from one Git invocation.
 const stderrCap = 4096
@@ -30,9 +35,10 @@ var transports = [...]string{"file", "git", "ssh", "http", "https", "ext"}
 
 // gitRunner runs hardened Git invocations in one verified repository. It
 // is the one place that builds a DevSpace Git command line and environment;
-// Changes and Git.Run (and through it the worktree package) both use it.
+// every method of Git (and through them the review and worktree packages)
+// uses it.
 type gitRunner struct {
-	r    *Reviewer
+	git  *Git
 	repo *Repository
 	// writable are the directories a confined Git may write
 	// (Git.RunWriting); nil for the read-only invocations.
@@ -52,7 +58,7 @@ type result struct {
 // OpenRepository checked, so Git looks up neither .git nor commondir again.
 func (g *gitRunner) env() []string {
 	return []string{
-		"PATH=" + g.r.pathEnv,
+		"PATH=" + g.git.pathEnv,
 		"HOME=" + os.DevNull,
 		"XDG_CONFIG_HOME=" + os.DevNull,
 		"LANG=C",
@@ -133,7 +139,7 @@ func (g *gitRunner) run(ctx context.Context, limit int64, args ...string) (resul
 func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, args ...string) (result, error) {
 	runCtx, kill := context.WithCancel(ctx)
 	defer kill()
-	cmd := exec.CommandContext(runCtx, g.r.git, g.args(args)...)
+	cmd := exec.CommandContext(runCtx, g.git.program, g.args(args)...)
 	cmd.Dir = g.repo.WorkTree
 	cmd.Env = g.env()
 	if input != nil {
@@ -145,20 +151,20 @@ func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, arg
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
 	cmd.WaitDelay = waitDelay
-	if g.r.confine != nil {
+	if g.git.confine != nil {
 		// The repository's directories (OpenRepository checked that
 		// everything Git reads lies beneath them), read-only unless the
 		// invocation writes.
 		p := sandbox.Policy{ReadExec: g.repo.allowed, ReadWrite: g.writable}
-		if err := g.r.confine(cmd, p); err != nil {
-			return result{}, fmt.Errorf("review: confine git %s: %w: %w", args[0], ErrGit, err)
+		if err := g.git.confine(cmd, p); err != nil {
+			return result{}, fmt.Errorf("gitrepo: confine git %s: %w: %w", args[0], ErrGit, err)
 		}
 	}
 
 	err := cmd.Run()
 	res := result{stdout: stdout.buf, stderr: stderr.buf, truncated: stdout.full}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("review: git %s: %w", args[0], ctx.Err())
+		return res, fmt.Errorf("gitrepo: git %s: %w", args[0], ctx.Err())
 	}
 	if err != nil {
 		var exit *exec.ExitError
@@ -168,7 +174,7 @@ func (g *gitRunner) runInput(ctx context.Context, limit int64, input []byte, arg
 				res.exitCode = -1
 				return res, nil
 			}
-			return res, fmt.Errorf("review: run git %s: %w: %w", args[0], ErrGit, err)
+			return res, fmt.Errorf("gitrepo: run git %s: %w: %w", args[0], ErrGit, err)
 		}
 		res.exitCode = exit.ExitCode()
 	}
@@ -181,7 +187,7 @@ func (g *gitRunner) failed(sub string, res result) error {
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
-	return fmt.Errorf("review: git %s exited with status %d: %s: %w", sub, res.exitCode, msg, ErrGit)
+	return fmt.Errorf("gitrepo: git %s exited with status %d: %s: %w", sub, res.exitCode, msg, ErrGit)
 }
 
 // checkRepository returns the repository's object format after making sure
@@ -194,12 +200,12 @@ func (g *gitRunner) checkRepository(ctx context.Context) (string, error) {
 	lines := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
 	if res.exitCode != 0 {
 		if bytes.Contains(res.stderr, []byte("not a git repository")) {
-			return "", fmt.Errorf("review: %w", ErrNotRepository)
+			return "", fmt.Errorf("gitrepo: %w", ErrNotRepository)
 		}
 		return "", g.failed("rev-parse", res)
 	}
 	if len(lines) != 2 || lines[1] != "true" || (lines[0] != "sha1" && lines[0] != "sha256") {
-		return "", fmt.Errorf("review: unexpected git rev-parse output: %w", ErrGit)
+		return "", fmt.Errorf("gitrepo: unexpected git rev-parse output: %w", ErrGit)
 	}
 	return lines[0], nil
 }
@@ -216,13 +222,16 @@ func (g *gitRunner) head(ctx context.Context) (string, error) {
 		return "", nil
 	case res.exitCode != 0:
 		return "", g.failed("rev-parse", res)
-	case !isHex(id):
-		return "", fmt.Errorf("review: unexpected HEAD %q: %w", id, ErrGit)
+	case !IsObjectID(id):
+		return "", fmt.Errorf("gitrepo: unexpected HEAD %q: %w", id, ErrGit)
 	}
 	return id, nil
 }
 
-func isHex(s string) bool {
+// IsObjectID reports whether s has the form of a full object ID as Git
+// prints one: at least 40 lowercase hexadecimal digits (a SHA-1 ID has 40,
+// a SHA-256 one 64). It opens no repository.
+func IsObjectID(s string) bool {
 	if len(s) < 40 {
 		return false
 	}
@@ -273,13 +282,13 @@ func (g *gitRunner) checkFilters(ctx context.Context) error {
 		return err
 	}
 	if res.truncated {
-		return fmt.Errorf("review: git configuration over %d bytes: %w", listCap, ErrGit)
+		return fmt.Errorf("gitrepo: git configuration over %d bytes: %w", listCap, ErrGit)
 	}
 	if res.exitCode != 0 {
 		return g.failed("config", res)
 	}
 	if key, ok := unsafeConfig(res.stdout); ok {
-		return fmt.Errorf("review: %s is configured: %w", key, ErrUnsafeFilters)
+		return fmt.Errorf("gitrepo: %s is configured: %w", key, ErrUnsafeFilters)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package review
+package gitrepo
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func (g *gitRunner) indexEntries(ctx context.Context) (gitlinks, files []string,
 		return nil, nil, err
 	}
 	if res.truncated {
-		return nil, nil, fmt.Errorf("review: index listing over %d bytes: %w", indexListCap, ErrGit)
+		return nil, nil, fmt.Errorf("gitrepo: index listing over %d bytes: %w", indexListCap, ErrGit)
 	}
 	if res.exitCode != 0 {
 		return nil, nil, g.failed("ls-files", res)
@@ -36,7 +36,7 @@ func (g *gitRunner) indexEntries(ctx context.Context) (gitlinks, files []string,
 		}
 		meta, p, ok := bytes.Cut(e, []byte{'\t'})
 		if !ok {
-			return nil, nil, fmt.Errorf("review: unexpected git ls-files output: %w", ErrGit)
+			return nil, nil, fmt.Errorf("gitrepo: unexpected git ls-files output: %w", ErrGit)
 		}
 		if bytes.HasPrefix(meta, []byte("160000 ")) {
 			gitlinks = append(gitlinks, string(p))
@@ -76,7 +76,7 @@ func (g *gitRunner) checkNested(ctx context.Context, gitlinks, files []string) e
 		var next, untracked []string
 		for _, dir := range level {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("review: check nested repositories: %w", err)
+				return fmt.Errorf("gitrepo: check nested repositories: %w", err)
 			}
 			ents, err := os.ReadDir(filepath.Join(g.repo.WorkTree, filepath.FromSlash(dir)))
 			if err != nil {
@@ -84,7 +84,7 @@ func (g *gitRunner) checkNested(ctx context.Context, gitlinks, files []string) e
 			}
 			entries += len(ents)
 			if entries > maxNestedEntries {
-				return fmt.Errorf("review: work tree over %d entries to check: %w", maxNestedEntries, ErrGit)
+				return fmt.Errorf("gitrepo: work tree over %d entries to check: %w", maxNestedEntries, ErrGit)
 			}
 			for _, e := range ents {
 				if err := g.repo.checkPerDirFile(dir, e); err != nil {
@@ -129,7 +129,7 @@ func (g *gitRunner) checkNested(ctx context.Context, gitlinks, files []string) e
 // .gitignore or .gitattributes that is neither a regular file nor a
 // symlink. Git opens those in every directory it visits (check-ignore and
 // the untracked walk read each .gitignore, a diff each .gitattributes on
-// its paths) with a blocking open, so a FIFO would hold the review until
+// its paths) with a blocking open, so a FIFO would hold Git until
 // its timeout; a device is not a file to read either. Git since 2.32
 // opens them with O_NOFOLLOW and never follows a symlink, but an older
 // Git does: a symlink leading to a FIFO or a device is refused too. This

@@ -1,7 +1,6 @@
-package review
+package gitrepo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,11 @@ import (
 	"time"
 )
 
-// DefaultMaxOutput is the stdout cap of one Git.Run when GitOptions.MaxOutput
-// is zero.
-const DefaultMaxOutput = listCap
+// Defaults used when the corresponding GitOptions field is zero.
+const (
+	defaultTimeout   = 20 * time.Second
+	defaultMaxOutput = listCap
+)
 
 // ErrOutputTooLarge: Git printed more than GitOptions.MaxOutput bytes on
 // stdout and was killed. Git.Run owns it and wraps it together with ErrGit.
@@ -23,41 +24,64 @@ type GitOptions struct {
 	// Git is the git executable: a path, or a name looked up in the server's
 	// PATH. Empty means "git".
 	Git string
-	// Timeout bounds one Run (or one check). Zero means DefaultTimeout.
+	// Timeout bounds one Run (or one check). Zero means 20 seconds.
 	Timeout time.Duration
 	// MaxOutput caps the stdout Run keeps; beyond it Git is killed and Run
-	// fails with ErrOutputTooLarge. Zero means DefaultMaxOutput.
+	// fails with ErrOutputTooLarge. Zero means 8 MiB.
 	MaxOutput int64
-	// Confine is Options.Confine.
+	// Confine, when set, makes each Git invocation run in a kernel
+	// sandbox (process.Manager.Confine): p lists the repository's
+	// directories, read-only, and for Git.RunWriting the directories the
+	// invocation writes.
+	// Whatever the repository makes Git run then has no more access than
+	// that. Nil runs Git unconfined. An error refuses the invocation.
 	Confine Confiner
 }
 
-// Git runs Git in a Project repository (or a worktree of one) exactly the
-// way Changes does: environment built from scratch with no inherited GIT_*
-// variable, no system or global configuration, fsmonitor, untracked cache,
-// hooks, external diff and every transport off, safe.directory set to the
-// canonical directory, stdin from the null device, its own process group
-// killed as a whole on timeout, bounded output. See the package doc for why.
+// Git runs Git in a Project repository (or a worktree of one): environment
+// built from scratch with no inherited GIT_* variable, no system or global
+// configuration, fsmonitor, untracked cache, hooks, external diff and every
+// transport off, safe.directory set to the canonical directory, stdin from
+// the null device, its own process group killed as a whole on timeout,
+// bounded output. See the package doc for why.
 //
-// Unlike Changes, Run makes no read-only promise: the caller picks the
-// subcommand, and commands such as `worktree add` write to the repository.
-// Callers that let Git compare work tree content (diff-files, status, or a
-// command running them such as `worktree remove` without --force) must call
-// CheckContent first, as Changes does.
+// Run makes no read-only promise: the caller picks the subcommand, and
+// commands such as `worktree add` write to the repository. Callers that
+// let Git compare work tree content (diff-files, status, or a command
+// running them such as `worktree remove` without --force) must call
+// CheckContent first.
 //
 // A Git holds no mutable state and is safe for concurrent use; the zero value
 // is not usable, use NewGit.
 type Git struct {
-	r         *Reviewer
+	program   string
+	timeout   time.Duration
 	maxOutput int64
+	confine   Confiner
+	pathEnv   string
 }
 
 // NewGit returns a Git with opts' zero fields replaced by the defaults. It
 // captures the server's PATH once, for Git to find its helpers.
 func NewGit(opts GitOptions) *Git {
-	g := &Git{r: New(Options{Git: opts.Git, Timeout: opts.Timeout, Confine: opts.Confine}), maxOutput: opts.MaxOutput}
+	g := &Git{
+		program:   opts.Git,
+		timeout:   opts.Timeout,
+		maxOutput: opts.MaxOutput,
+		confine:   opts.Confine,
+		pathEnv:   os.Getenv("PATH"),
+	}
+	if g.program == "" {
+		g.program = "git"
+	}
+	if g.timeout <= 0 {
+		g.timeout = defaultTimeout
+	}
 	if g.maxOutput <= 0 {
-		g.maxOutput = DefaultMaxOutput
+		g.maxOutput = defaultMaxOutput
+	}
+	if g.pathEnv == "" {
+		g.pathEnv = "/usr/local/bin:/usr/bin:/bin"
 	}
 	return g
 }
@@ -81,7 +105,7 @@ func (e *ExitError) Error() string {
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
-	return fmt.Sprintf("review: git %s exited with status %d: %s", e.Command, e.Code, msg)
+	return fmt.Sprintf("gitrepo: git %s exited with status %d: %s", e.Command, e.Code, msg)
 }
 
 // Unwrap returns ErrGit.
@@ -112,19 +136,33 @@ func (g *Git) Run(ctx context.Context, repo *Repository, args ...string) ([]byte
 // rather than .git, which holds hooks/ and config, whose programs the
 // owner's Git runs).
 func (g *Git) RunWriting(ctx context.Context, repo *Repository, dirs []string, args ...string) ([]byte, error) {
+	return g.run(ctx, repo, dirs, g.maxOutput, args...)
+}
+
+// RunCapped is Run with stdout capped at limit bytes instead of
+// GitOptions.MaxOutput, for a caller that can use the start of a larger
+// output: past limit, Git is killed and RunCapped returns the first limit
+// bytes with ErrOutputTooLarge and ErrGit (wrapped). Its other errors are
+// Run's.
+func (g *Git) RunCapped(ctx context.Context, repo *Repository, limit int64, args ...string) ([]byte, error) {
+	return g.run(ctx, repo, nil, limit, args...)
+}
+
+// run runs one invocation for Run, RunWriting and RunCapped.
+func (g *Git) run(ctx context.Context, repo *Repository, dirs []string, limit int64, args ...string) ([]byte, error) {
 	if len(args) == 0 || repo == nil {
-		return nil, fmt.Errorf("review: git without arguments or repository: %w", os.ErrInvalid)
+		return nil, fmt.Errorf("gitrepo: git without arguments or repository: %w", os.ErrInvalid)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	runner := &gitRunner{r: g.r, repo: repo, writable: dirs}
-	res, err := runner.run(ctx, g.maxOutput, args...)
+	runner := &gitRunner{git: g, repo: repo, writable: dirs}
+	res, err := runner.run(ctx, limit, args...)
 	if err != nil {
 		return nil, err
 	}
 	sub := subcommand(args)
 	if res.truncated {
-		return res.stdout, fmt.Errorf("review: git %s: stdout over %d bytes: %w: %w", sub, g.maxOutput, ErrOutputTooLarge, ErrGit)
+		return res.stdout, fmt.Errorf("gitrepo: git %s: stdout over %d bytes: %w: %w", sub, limit, ErrOutputTooLarge, ErrGit)
 	}
 	if res.exitCode != 0 {
 		return res.stdout, &ExitError{Command: sub, Code: res.exitCode, Stderr: res.stderr}
@@ -132,15 +170,18 @@ func (g *Git) RunWriting(ctx context.Context, repo *Repository, dirs []string, a
 	return res.stdout, nil
 }
 
-// Check returns nil when Git accepts repo as a repository with a work tree,
-// with the same check Changes runs after OpenRepository.
+// Check returns repo's object format, "sha1" or "sha256", once Git accepts
+// repo as a repository with a work tree (the check callers run after
+// OpenRepository).
 //
 // Errors: ErrNotRepository and ErrGit (wrapped); the error of ctx.
-func (g *Git) Check(ctx context.Context, repo *Repository) error {
-	return g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
-		_, err := r.checkRepository(ctx)
+func (g *Git) Check(ctx context.Context, repo *Repository) (format string, err error) {
+	err = g.check(ctx, repo, func(ctx context.Context, r *gitRunner) error {
+		var err error
+		format, err = r.checkRepository(ctx)
 		return err
 	})
+	return format, err
 }
 
 // CheckContent runs the checks due before Git compares work tree content
@@ -176,11 +217,11 @@ func (g *Git) Head(ctx context.Context, repo *Repository) (string, error) {
 // check runs fn with a runner in repo under the timeout.
 func (g *Git) check(ctx context.Context, repo *Repository, fn func(context.Context, *gitRunner) error) error {
 	if repo == nil {
-		return fmt.Errorf("review: no repository: %w", os.ErrInvalid)
+		return fmt.Errorf("gitrepo: no repository: %w", os.ErrInvalid)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	return fn(ctx, &gitRunner{r: g.r, repo: repo})
+	return fn(ctx, &gitRunner{git: g, repo: repo})
 }
 
 // subcommand returns the first argument that is neither a global option nor
@@ -196,67 +237,4 @@ func subcommand(args []string) string {
 		}
 	}
 	return args[0]
-}
-
-// ChangesSince is Changes with the staged side diffed against base, a full
-// commit ID, instead of HEAD: for a managed worktree whose base is its branch
-// point, the review then covers what was committed on the branch as well as
-// what is staged, unstaged or untracked. Committed and staged changes are
-// both reported as Staged. Changes.Head is still HEAD.
-//
-// source is the Project root the worktree belongs to: the worktree's
-// metadata may point inside rootPath or source (its .git file names
-// source's .git/worktrees/<id>), nowhere else.
-//
-// Errors: as Changes; ErrGit (wrapped) also when base is not a full
-// lowercase hexadecimal commit ID that names a commit in the repository.
-func (r *Reviewer) ChangesSince(ctx context.Context, rootPath, base, source string) (_ *Changes, err error) {
-	if !isHex(base) || len(base) > 64 {
-		return nil, fmt.Errorf("review: base %q is not a full commit ID: %w", base, ErrGit)
-	}
-	defer func(parent context.Context) { err = timedOut(parent, err) }(ctx)
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-
-	repo, err := OpenRepository(rootPath, source)
-	if err != nil {
-		return nil, err
-	}
-	g := &gitRunner{r: r, repo: repo}
-	if _, err := g.checkRepository(ctx); err != nil {
-		return nil, err
-	}
-	head, err := g.head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := g.run(ctx, 1024, "rev-parse", "-q", "--verify", base+"^{commit}")
-	if err != nil {
-		return nil, err
-	}
-	if res.exitCode != 0 || !bytes.Equal(bytes.TrimSpace(res.stdout), []byte(base)) {
-		return nil, fmt.Errorf("review: base %s is not a commit of the repository: %w", base, ErrGit)
-	}
-	if err := g.checkContent(ctx); err != nil {
-		return nil, err
-	}
-
-	// The rest mirrors Changes with base in place of HEAD.
-	b := &builder{r: r, files: map[string]*FileChange{}}
-	if err := b.side(ctx, g, true, "diff-index", "--cached", "-M", base); err != nil {
-		return nil, err
-	}
-	if err := b.side(ctx, g, false, "diff-files", "--ignore-submodules=dirty"); err != nil {
-		return nil, err
-	}
-	if err := b.untracked(ctx, g, repo.WorkTree); err != nil {
-		return nil, err
-	}
-	files := b.list()
-	c := &Changes{Files: files, Diff: b.diff.String(), Truncated: b.truncated}
-	if head != "" {
-		c.Head = head[:min(12, len(head))]
-	}
-	c.Revision = revision(c)
-	return c, nil
 }

@@ -1,4 +1,4 @@
-package review
+package gitrepo
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ const (
 	maxAltDepth      = 5       // Git's own limit for nested alternates
 	maxWalkEntries   = 500000  // entries of .git and alternate object stores
 	gitfilePrefix    = "gitdir: "
-	errUnsafePrefix  = "review: repository metadata: "
+	errUnsafePrefix  = "gitrepo: repository metadata: "
 	errUnsafeUnknown = "cannot be checked"
 )
 
@@ -57,7 +57,7 @@ func (r *Repository) checkSubmodule(rel string) error {
 	}
 	_, err := OpenRepository(dir, r.allowed...)
 	if errors.Is(err, ErrRepositoryUnsafe) {
-		return fmt.Errorf("review: submodule: %w", err)
+		return fmt.Errorf("gitrepo: submodule: %w", err)
 	}
 	return nil
 }
@@ -85,16 +85,16 @@ func (r *Repository) checkSubmodule(rel string) error {
 func OpenRepository(workTree string, allowed ...string) (*Repository, error) {
 	wt, err := canonical(workTree)
 	if err != nil {
-		return nil, fmt.Errorf("review: resolve work tree: %w", err)
+		return nil, fmt.Errorf("gitrepo: resolve work tree: %w", err)
 	}
 	v := &verifier{allowed: []string{wt}, seen: map[string]bool{}}
 	for _, a := range allowed {
 		if !filepath.IsAbs(a) {
-			return nil, fmt.Errorf("review: allowed directory %q is not absolute: %w", a, os.ErrInvalid)
+			return nil, fmt.Errorf("gitrepo: allowed directory %q is not absolute: %w", a, os.ErrInvalid)
 		}
 		c, err := canonical(a)
 		if err != nil {
-			return nil, fmt.Errorf("review: resolve allowed directory: %w", err)
+			return nil, fmt.Errorf("gitrepo: resolve allowed directory: %w", err)
 		}
 		v.allowed = append(v.allowed, c)
 	}
@@ -172,14 +172,14 @@ func (v *verifier) gitDir(wt string) (string, error) {
 		// Not a top level. Whether it is inside a repository only changes
 		// the error; only existence is checked, nothing is opened.
 		if filepath.Base(wt) == ".git" {
-			return "", fmt.Errorf("review: %w", ErrNotTopLevel)
+			return "", fmt.Errorf("gitrepo: %w", ErrNotTopLevel)
 		}
 		for d := filepath.Dir(wt); ; d = filepath.Dir(d) {
 			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				return "", fmt.Errorf("review: %w", ErrNotTopLevel)
+				return "", fmt.Errorf("gitrepo: %w", ErrNotTopLevel)
 			}
 			if d == filepath.Dir(d) {
-				return "", fmt.Errorf("review: %w", ErrNotRepository)
+				return "", fmt.Errorf("gitrepo: %w", ErrNotRepository)
 			}
 		}
 	}
@@ -448,4 +448,25 @@ func (v *verifier) parentInside(p string) bool {
 			return false
 		}
 	}
+}
+
+// canonical returns the absolute, symlink-free form of an existing
+// directory.
+func canonical(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: not a directory", os.ErrInvalid)
+	}
+	return real, nil
 }
