@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/cli"
 	"github.com/devspace-dev/devspace/internal/process"
 )
 
@@ -18,7 +18,7 @@ func main() {
 		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := app.Main(ctx, os.Args[1:], os.LookupEnv, app.IO{Stdout: os.Stdout, Stderr: os.Stderr})
+	code := cli.Main(ctx, os.Args[1:], os.LookupEnv, cli.IO{Stdout: os.Stdout, Stderr: os.Stderr})
 	stop()
 	os.Exit(code)
 }

@@ -1,6 +1,9 @@
 // Package app wires DevSpace together: configuration, state, keys, the
-// OAuth server, the HTTP listeners and metrics. main stays tiny; the CLI
-// subcommands live here too (cli.go).
+// OAuth server, the HTTP listeners and metrics. It prints nothing: the
+// Owner's command line (internal/cli) builds an App with New to serve, or
+// with OpenState to act on the state directory when no server answers,
+// and asks it what a server with a configuration would have (SandboxState,
+// LimitsState, DiskStatus, OutputDir, ScratchDir, WorktreeDir, LastPrune).
 package app
 
 import (
@@ -80,7 +83,7 @@ type Options struct {
 	// tests count a call path's SQL statements with it; nil means none.
 	OnStatement func(sql string)
 	// Settle is how long after Start the background work begins
-	// (StartBackground); zero means settle (250 ms). Tests lengthen it.
+	// (StartBackground); zero means Settle (250 ms). Tests lengthen it.
 	Settle time.Duration
 }
 
@@ -117,6 +120,28 @@ type App struct {
 // `devspace init`.
 var ErrNotInitialized = errors.New("no DevSpace state")
 
+// NotInitialized returns the error for cfg's missing state: New and
+// OpenState return it, and the owner commands and doctor say the same. It
+// wraps ErrNotInitialized and explains without sending the owner to create
+// a second state when a server already runs with another: it names the
+// directory and, first, the state-directory choice.
+func NotInitialized(ctx context.Context, cfg *config.Config) error {
+	return fmt.Errorf("%w in %s: %s", ErrNotInitialized, cfg.StateDir, stateDirHint(ctx, cfg))
+}
+
+// stateDirHint is what to do about a missing state: the error of the
+// owner commands and serve, and doctor's line, say the same. A DevSpace
+// server answering on the control address serves another state (this one
+// does not exist), so the hint then names that server.
+func stateDirHint(ctx context.Context, cfg *config.Config) string {
+	if control.ServesOtherState(ctx, cfg.ControlListen, nil) {
+		return fmt.Sprintf("a DevSpace server answers on %s with another state; set DEVSPACE_STATE_DIR (or --state-dir) "+
+			"to the directory it serves (`make run` uses .data/state in its checkout)", cfg.ControlListen)
+	}
+	return "if a server runs with another DEVSPACE_STATE_DIR (`make run` uses .data/state in its checkout), set it " +
+		"(or --state-dir); otherwise run `devspace init`"
+}
+
 // New opens state and keys and builds every component. Nothing listens
 // until Run.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*App, error) {
@@ -140,11 +165,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	return a, nil
 }
 
-// openCore builds everything but the listeners; the CLI uses it to act on
-// the state directory when no server is running.
-// With serving false (the CLI acting on the state directory) no command
-// manager is started: a running server's commands and output are left
-// alone.
+// OpenState builds the components over cfg's state directory without
+// listeners and without a command manager, logging nothing: what the
+// owner commands act on when no server answers. A running server's
+// commands and output are left alone. It returns an error wrapping
+// ErrNotInitialized for a missing state, and store.ErrLocked when a
+// server (or another command) holds it. The caller owns the App and
+// calls Close.
+func OpenState(ctx context.Context, cfg *config.Config) (*App, error) {
+	return openCore(ctx, cfg, discardLogger(), Options{}, false)
+}
+
+// openCore builds everything but the listeners. With serving false
+// (OpenState) no command manager is started: a running server's commands
+// and output are left alone.
 func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options, serving bool) (*App, error) {
 	if serving && cfg.PublicURLIsAuto() {
 		// A server must know its issuer; the CLI acting on the state
@@ -158,7 +192,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
-		return nil, notInitialized(ctx, cfg)
+		return nil, NotInitialized(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -177,7 +211,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, err
 	}
 	m := metrics.New()
-	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, settle)}
+	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, Settle)}
 	sandboxOpts := commandSandbox(cfg, opts)
 	sandboxState := process.SandboxStateOf(sandboxOpts)
 	scopes := cfg.OAuthScopes
@@ -357,14 +391,14 @@ func (a *App) readiness() []httpserver.ReadinessCheck {
 	}
 }
 
-// settle is how long after the listeners are bound the work that can wait
-// begins (StartBackground) and the collector resumes (runServe): the
-// first /readyz probes are then answered without competing with them for
-// the CPU (docs/performance.md, "Start to ready").
-const settle = 250 * time.Millisecond
+// Settle is how long after the listeners are bound the work that can wait
+// begins (StartBackground) and the collector resumes (`devspace serve`,
+// internal/cli): the first /readyz probes are then answered without
+// competing with them for the CPU (docs/performance.md, "Start to ready").
+const Settle = 250 * time.Millisecond
 
 // Start binds the listeners and serves in the background; the background
-// work (StartBackground) begins a moment later (settle).
+// work (StartBackground) begins a moment later (Settle).
 func (a *App) Start() error {
 	if err := a.http.Start(); err != nil {
 		return err
@@ -379,7 +413,7 @@ func (a *App) Start() error {
 // snapshots (every manifest is read; the patch tools wait for it, and
 // begin it if need be) and the warm-up of the command supervisor pool.
 // Each costs CPU that would otherwise compete with the start itself
-// (docs/performance.md, "Start to ready"). Start schedules it settle after
+// (docs/performance.md, "Start to ready"). Start schedules it Settle after
 // the bind; an embedding that serves the handlers itself calls it once
 // they are served. Idempotent; after Close it does nothing.
 func (a *App) StartBackground() {
@@ -466,8 +500,9 @@ func (a *App) ControlHandler() http.Handler { return a.http.ControlHandler() }
 // MetricsHandler exposes the metrics engine for in-process tests.
 func (a *App) MetricsHandler() http.Handler { return a.http.MetricsHandler() }
 
-// newLogger builds the slog logger from configuration.
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+// NewLogger builds the slog logger cfg asks for (level, text or JSON),
+// writing to w.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))

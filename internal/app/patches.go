@@ -33,7 +33,7 @@ func openPatchIntents(ctx context.Context, cfg *config.Config, catalog *project.
 		roots[r.Path] = true
 	}
 	// Worktree paths are symlink-free (worktree.New resolves its directory).
-	worktrees, err := filepath.Abs(worktreeDir(cfg))
+	worktrees, err := filepath.Abs(WorktreeDir(cfg))
 	if err != nil {
 		return nil, err
 	}

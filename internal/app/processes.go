@@ -28,17 +28,17 @@ func (p processMetrics) OrphansKilled(n int)         { p.m.OrphansKilledAdd(n) }
 func (p processMetrics) RunningChanged(n int)        { p.m.RunningChanged(n) }
 func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
 
-// outputDir holds retained command output (spool files; their records
+// OutputDir holds retained command output (spool files; their records
 // are in SQLite). Commands do not survive a restart, but their output
 // does, for its 24 hours (see internal/retention).
-func outputDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "output") }
+func OutputDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "output") }
 
-// scratchDir holds each execution's private scratch directory (its
+// ScratchDir holds each execution's private scratch directory (its
 // commands' HOME and TMPDIR): a directory of DEVSPACE_SCRATCH_DIR named
 // after the state directory, so that servers with different state share
 // DEVSPACE_SCRATCH_DIR without touching each other's (a server empties its
 // own at start).
-func scratchDir(cfg *config.Config) string {
+func ScratchDir(cfg *config.Config) string {
 	sum := sha256.Sum256([]byte(cfg.StateDir))
 	return filepath.Join(cfg.ScratchDir, "s-"+hex.EncodeToString(sum[:6]))
 }
@@ -46,7 +46,7 @@ func scratchDir(cfg *config.Config) string {
 // commandSandbox is the confinement configuration of commands.
 func commandSandbox(cfg *config.Config, opts Options) process.SandboxOptions {
 	return process.SandboxOptions{Off: cfg.CommandSandboxOff, DenyNetwork: cfg.CommandNetworkDeny,
-		ReadPaths: cfg.CommandReadPaths, ScratchDir: scratchDir(cfg), Probe: opts.SandboxProbe}
+		ReadPaths: cfg.CommandReadPaths, ScratchDir: ScratchDir(cfg), Probe: opts.SandboxProbe}
 }
 
 // offeredScopes drops process:execute when commands would be refused
@@ -96,6 +96,19 @@ func commandLimits(cfg *config.Config) process.Limits {
 	return process.Limits{PidsMax: cfg.CommandPidsMax, MemoryMax: cfg.CommandMemoryMax}
 }
 
+// SandboxState is how a server started with cfg would confine commands,
+// probed now without starting one (doctor, diagnostic).
+func SandboxState(cfg *config.Config) process.SandboxState {
+	return process.SandboxStateOf(commandSandbox(cfg, Options{}))
+}
+
+// LimitsState is how a server started with cfg would bound each command's
+// processes and memory, given its sandbox state (SandboxState), found
+// without starting one (doctor, diagnostic).
+func LimitsState(cfg *config.Config, sb process.SandboxState) process.LimitsState {
+	return process.LimitsStateOf(commandLimits(cfg), sb, false)
+}
+
 // limitsMetric exports devspace_command_limits_info and
 // devspace_command_limit{resource,scope}.
 func limitsMetric(m *metrics.Metrics, st process.LimitsState) {
@@ -117,31 +130,8 @@ func limitsMetric(m *metrics.Metrics, st process.LimitsState) {
 	}
 }
 
-// doctorLimits reports how commands' processes and memory are bounded:
-// st is the state a server with this configuration would have.
-func doctorLimits(st process.LimitsState, ok, warn func(string, ...any)) {
-	mib := func(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
-	totals := fmt.Sprintf("each grant's commands together %d and %s; all commands %d and %s, of %d and %s (%s) less the server's reserve",
-		st.TenantPids, mib(st.TenantMemory), st.CommandsPids, mib(st.CommandsMemory), st.BudgetPids, mib(st.BudgetMemory), st.BudgetFrom)
-	if st.Mechanism == process.LimitsCgroup {
-		ok("each command is bounded by its own cgroup: %d processes and threads (forks past it fail), %s of memory (past it the whole command ends, killReason out_of_memory); %s; an equal share of the CPU per grant (mechanism=cgroup)",
-			st.PidsMax, mib(st.MemoryMax), totals)
-		return
-	}
-	line := fmt.Sprintf("each command is bounded by its supervisor (%s), which looks at its tree every 50 ms and stops the whole command past %d processes and threads (killReason pids_limit) or %s of memory (out_of_memory); %s; commands are the kernel's first choice when memory runs out (oom_score_adj 1000); no CPU share per grant (mechanism=supervisor)",
-		st.Reason, st.PidsMax, mib(st.MemoryMax), totals)
-	switch st.NProc {
-	case process.NProcPerCommand:
-		ok("%s; RLIMIT_NPROC refuses a command's forks past its limit, and all commands' past theirs (rlimit_nproc=per_command)", line)
-	case process.NProcAllCommands:
-		ok("%s; RLIMIT_NPROC refuses commands' forks once the server's user has %d tasks, which keeps the reserve (rlimit_nproc=all_commands; it counts every process of this user on the host: give each DevSpace its own user)", line, st.CommandsPids)
-	default:
-		warn("%s; the server runs as root, whom RLIMIT_NPROC does not bind: a fork loop grows until its supervisor looks (rlimit_nproc=none); run it as another user, or give it a delegated cgroup", line)
-	}
-}
-
 func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
-	dir := outputDir(cfg)
+	dir := OutputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create command output dir: %w", err)
 	}
@@ -188,39 +178,6 @@ func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, 
 	return r, nil
 }
 
-// doctorSandbox reports how commands are confined: st is the state a
-// server with this configuration would have, execute whether
-// process:execute is enabled.
-func doctorSandbox(st process.SandboxState, execute bool, ok, warn, bad func(string, ...any)) {
-	switch {
-	case st.Mode == process.SandboxOff && execute:
-		warn("DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights and can read auth.json, the database, every Project and other commands' environments (Landlock ABI %d is available)", st.Status.ABI)
-	case st.Mode == process.SandboxOff:
-		ok("DEVSPACE_COMMAND_SANDBOX=off, but process:execute is not offered")
-	case st.Mode == process.SandboxUnavailable && execute:
-		bad("no Landlock (%s): process:execute is not offered and commands are refused; enable Landlock in the kernel (and allow its system calls in the seccomp profile) or set DEVSPACE_COMMAND_SANDBOX=off at your own risk", st.Status.Reason)
-	case st.Mode == process.SandboxUnavailable:
-		warn("no Landlock (%s); commands would be refused if process:execute were offered", st.Status.Reason)
-	default:
-		ok("commands are confined by Landlock ABI %d and a system call policy (rules: %s)", st.Status.ABI, st.Rules)
-		if st.UnixSockets == process.UnixSocketsGate {
-			ok("commands connect only to Unix sockets inside their own Project or scratch directory (unix_sockets=gate)")
-		} else {
-			warn("pidfd_getfd is refused here: commands get no Unix sockets but socketpair's (unix_sockets=%s); in a container, list SYS_PTRACE in cap_add (the server's user still holds no capability) or use the seccomp profile deploy/seccomp/devspace.json", st.UnixSockets)
-		}
-		if st.IPC == process.IPCNamespace {
-			ok("each command has user, mount and IPC namespaces of its own: private /tmp and /dev/shm, SysV IPC and POSIX message queues of its own; keyrings, further namespaces and io_uring are refused (ipc=namespace)")
-		} else {
-			ok("SysV IPC, POSIX message queues, keyrings, namespaces and io_uring are refused to commands, and /dev/shm is outside their domain (ipc=%s: no unprivileged user namespaces here; a container gets them with the seccomp profile deploy/seccomp/devspace.json, see compose.namespaces.yaml)", st.IPC)
-		}
-		if st.DenyNetwork {
-			ok("commands may not create IPv4 or IPv6 sockets: no TCP, UDP, ping or MPTCP (DEVSPACE_COMMAND_NETWORK=deny)")
-		} else {
-			ok("commands may use TCP, UDP and ping sockets; MPTCP, SCTP, raw and packet sockets are refused")
-		}
-	}
-}
-
 // openCommands starts what running commands needs: the process manager,
 // the retention of their output (reconciling what a previous run left,
 // then sweeping in the background) and the undo snapshots, which close
@@ -256,7 +213,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 // server adds what it acts on.
 func diskWatch(cfg *config.Config) diskguard.Options {
 	return diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax,
-		StateDir: cfg.StateDir, ScratchBase: scratchDir(cfg), Projects: func() []string {
+		StateDir: cfg.StateDir, ScratchBase: ScratchDir(cfg), Projects: func() []string {
 			var roots []string
 			for _, p := range cfg.Projects {
 				roots = append(roots, p.Path)
@@ -265,50 +222,31 @@ func diskWatch(cfg *config.Config) diskguard.Options {
 		}}
 }
 
+// DiskStatus is the free space of each filesystem a server started with
+// cfg would watch, against its reserve, read now (doctor, diagnostic).
+func DiskStatus(cfg *config.Config) []diskguard.FS {
+	return diskguard.New(diskWatch(cfg)).Status()
+}
+
 // logDisk is the startup log's line about disk space.
 func logDisk(log *slog.Logger, fss []diskguard.FS, cfg *config.Config) {
-	attrs := []any{"reserve_mib", cfg.DiskReserve >> 20, "scratch_max_mib", cfg.ScratchMax >> 20, "scratch_on_state_fs", scratchOnState(fss)}
+	attrs := []any{"reserve_mib", cfg.DiskReserve >> 20, "scratch_max_mib", cfg.ScratchMax >> 20, "scratch_on_state_fs", ScratchOnState(fss)}
 	for _, fs := range fss {
 		attrs = append(attrs, fs.Role+"_free_mib", fs.Free>>20)
 	}
 	log.Info("disk guard", attrs...)
 }
 
-// scratchOnState reports whether the scratch directories share the state
+// ScratchOnState reports whether the scratch directories share the state
 // directory's filesystem (Status names a filesystem once, by its first
 // role: the state's).
-func scratchOnState(fss []diskguard.FS) bool {
+func ScratchOnState(fss []diskguard.FS) bool {
 	for _, fs := range fss {
 		if fs.Role == "scratch" {
 			return false
 		}
 	}
 	return len(fss) > 0
-}
-
-// doctorDisk reports the free space of each watched filesystem against
-// the reserve.
-func doctorDisk(fss []diskguard.FS, cfg *config.Config, ok, warn func(string, ...any)) {
-	for _, fs := range fss {
-		what := fs.Role + " filesystem"
-		if fs.Role == "project" {
-			what = "filesystem of Project " + fs.Label
-		}
-		switch {
-		case fs.Refusing:
-			warn("%s: %d MiB free of %d MiB, under a quarter of the %d MiB reserve: commands and patches there are refused (disk_low)",
-				what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
-		case fs.Low:
-			warn("%s: %d MiB free of %d MiB, under the %d MiB reserve (DEVSPACE_DISK_RESERVE): the commands writing there are stopped",
-				what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
-		default:
-			ok("%s: %d MiB free of %d MiB (reserve %d MiB)", what, fs.Free>>20, fs.Total>>20, cfg.DiskReserve>>20)
-		}
-	}
-	if scratchOnState(fss) {
-		ok("the commands' scratch directories (%s) share the state directory's filesystem: the disk guard keeps the reserve free there "+
-			"(a volume of their own, DEVSPACE_SCRATCH_DIR, keeps them apart altogether)", cfg.ScratchDir)
-	}
 }
 
 // diskMetrics implements diskguard.Metrics.

@@ -73,27 +73,3 @@ func TestCommandSandboxMetric(t *testing.T) {
 		}
 	})
 }
-
-// TestDoctorSandbox: doctor, run as the CLI against a real state, reports
-// the kernel's Landlock, and flags DEVSPACE_COMMAND_SANDBOX=off as a risk
-// while process:execute is offered.
-func TestDoctorSandbox(t *testing.T) {
-	st := sandbox.Probe()
-	if !st.Available() {
-		t.Skip("no Landlock on this kernel")
-	}
-	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
-	vars := envOf(env)
-	vars["DEVSPACE_OAUTH_SCOPES"] = "project:read project:write process:execute"
-	code, out, _ := run(t, vars, "doctor")
-	f := st.Features()
-	f.UnixGate = sandbox.GateAvailable()
-	if want := "✓ commands are confined by Landlock ABI " + strconv.Itoa(st.ABI) + " and a system call policy (rules: " + f.String() + ")\n"; code != 0 || !strings.Contains(out, want) {
-		t.Errorf("doctor: %d, want %q in\n%s", code, want, out)
-	}
-	vars["DEVSPACE_COMMAND_SANDBOX"] = "off"
-	code, out, _ = run(t, vars, "doctor")
-	if want := "! DEVSPACE_COMMAND_SANDBOX=off: RISK, commands run with the server's own rights"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, "confined by Landlock") {
-		t.Errorf("doctor with the sandbox off: %d, want %q in\n%s", code, want, out)
-	}
-}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/testutil"
 	"github.com/devspace-dev/devspace/internal/worktree"
@@ -22,12 +24,14 @@ func TestStartPrunesAfterListening(t *testing.T) {
 	proj := testutil.NewRepo(t)
 	testutil.Git(t, proj, "commit", "-q", "--allow-empty", "-m", "init")
 	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj,
-		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": "127.0.0.1:0", "DEVSPACE_METRICS_LISTEN": "127.0.0.1:0"}
-	if code, _, stderr := run(t, vars, "init"); code != 0 {
-		t.Fatal(stderr)
-	}
-	cfg, err := config.Load(nil, lookupOf(t, vars))
+		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": "127.0.0.1:0", "DEVSPACE_METRICS_LISTEN": "127.0.0.1:0",
+		"HOME": t.TempDir()}
+	cfg, err := config.Load(nil, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
+		t.Fatal(err)
+	}
+	// What `devspace init` (internal/cli) creates; New creates the database.
+	if _, err := authstate.Init(cfg.StateDir, authstate.InitOptions{Password: []byte(apptest.Password), Params: apptest.FastParams}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := worktree.New(worktree.Options{Dir: filepath.Join(cfg.StateDir, "worktrees")})

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/config"
@@ -17,14 +15,14 @@ import (
 	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
-// worktreeDir holds managed worktrees (the /data volume in the image).
-func worktreeDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "worktrees") }
+// WorktreeDir holds managed worktrees (the /data volume in the image).
+func WorktreeDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "worktrees") }
 
 // pruneSetting is where the last startup prune is recorded for doctor.
 const pruneSetting = "worktree_prune"
 
-// pruneSummary is the last startup prune, as doctor reports it.
-type pruneSummary struct {
+// PruneSummary is the last startup prune, as doctor reports it.
+type PruneSummary struct {
 	At       time.Time `json:"at"`
 	Projects int       `json:"projects"` // Projects that can host worktrees
 	Removed  int       `json:"removed"`  // worktrees, directories and refs removed
@@ -39,7 +37,7 @@ type pruneSummary struct {
 // record are done.
 func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Catalog, st *store.Store, confine gitrepo.Confiner, log *slog.Logger) (m *worktree.Manager, begin func(), finished <-chan struct{}, err error) {
 	git := gitrepo.NewGit(gitrepo.GitOptions{Timeout: worktree.DefaultGitTimeout, Confine: confine})
-	m, err = worktree.New(worktree.Options{Dir: worktreeDir(cfg), Git: git})
+	m, err = worktree.New(worktree.Options{Dir: WorktreeDir(cfg), Git: git})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open worktree directory: %w", err)
 	}
@@ -50,7 +48,7 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 	}
 	at := st.Now()
 	begin, finished = m.PruneAtStart(ctx, paths, func(results []worktree.PruneResult) {
-		sum := pruneSummary{At: at}
+		sum := PruneSummary{At: at}
 		for i, r := range results {
 			label := roots[i].Label
 			switch {
@@ -78,46 +76,13 @@ func newWorktrees(ctx context.Context, cfg *config.Config, catalog *project.Cata
 	return m, begin, finished, nil
 }
 
-// doctorWorktrees reports, per Project that can host worktrees, its
-// managed worktrees and anything a crash left half-created (without
-// changing it), and the last startup prune.
-func doctorWorktrees(ctx context.Context, cfg *config.Config, st *store.Store, ok, warn func(string, ...any)) {
-	dir := worktreeDir(cfg)
-	if _, err := os.Stat(dir); err != nil {
-		ok("no managed worktrees yet")
-		return
-	}
-	m, err := worktree.New(worktree.Options{Dir: dir})
-	if err != nil {
-		warn("managed worktrees: %v", err)
-		return
-	}
-	for _, p := range cfg.Projects {
-		if m.Eligible(ctx, p.Path) != nil {
-			continue
-		}
-		r, err := m.Check(ctx, p.Path)
-		switch {
-		case err != nil:
-			warn("Project %s: cannot inspect its worktrees: %v", p.Label, err)
-		case len(r.Unfinished) > 0:
-			warn("Project %s: %d managed worktree(s); %d half-created item(s) left by a crash, removed at the next start: %s",
-				p.Label, r.Managed, len(r.Unfinished), strings.Join(r.Unfinished, ", "))
-		default:
-			ok("Project %s: %d managed worktree(s), none half-created", p.Label, r.Managed)
-		}
-	}
-	if st == nil {
-		return
-	}
+// LastPrune returns the last startup prune a server recorded in st, and
+// false when none is recorded (or the record cannot be read).
+func LastPrune(ctx context.Context, st *store.Store) (PruneSummary, bool) {
 	raw, err := st.Setting(ctx, pruneSetting)
-	var sum pruneSummary
+	var sum PruneSummary
 	if err != nil || json.Unmarshal([]byte(raw), &sum) != nil {
-		return
+		return PruneSummary{}, false
 	}
-	if len(sum.Failed) > 0 {
-		warn("last start (%s) could not prune the worktrees of: %s", sum.At.Format(time.RFC3339), strings.Join(sum.Failed, ", "))
-	} else {
-		ok("last start (%s) pruned %d half-created worktree item(s) in %d Project(s)", sum.At.Format(time.RFC3339), sum.Removed, sum.Projects)
-	}
+	return sum, true
 }

@@ -1,4 +1,4 @@
-package app_test
+package cli_test
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/authstate"
+	"github.com/devspace-dev/devspace/internal/cli"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/sandbox"
@@ -60,7 +61,7 @@ func TestDiagnosticRedacts(t *testing.T) {
 	vars["HOME"] = t.TempDir()
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 
-	inputs, err := app.DiagnosticInputs(context.Background(), nil, lookup)
+	inputs, err := cli.DiagnosticInputs(context.Background(), nil, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}

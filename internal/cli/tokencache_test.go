@@ -1,4 +1,4 @@
-package app_test
+package cli_test
 
 import (
 	"bufio"

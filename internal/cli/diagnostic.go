@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/config"
-	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -112,16 +112,16 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config, args []string, e
 	b.Doctor = strings.Split(strings.TrimRight(doc.String(), "\n"), "\n")
 	ok, reason := process.CgroupAvailable()
 	b.Cgroup = map[string]any{"delegated": ok, "reason": reason}
-	sb := process.SandboxStateOf(commandSandbox(cfg, Options{}))
+	sb := app.SandboxState(cfg)
 	b.Sandbox = map[string]any{"mode": sb.Mode, "abi": sb.Status.ABI, "reason": sb.Status.Reason, "rules": sb.Rules,
 		"denyNetwork": sb.DenyNetwork, "networkEnforced": sb.NetworkEnforced, "unixSockets": sb.UnixSockets, "ipc": sb.IPC}
-	li := process.LimitsStateOf(commandLimits(cfg), sb, false)
+	li := app.LimitsState(cfg, sb)
 	b.Limits = map[string]any{"mechanism": li.Mechanism, "reason": li.Reason, "rlimitNproc": li.NProc, "budgetFrom": li.BudgetFrom,
 		"budgetTasks": li.BudgetPids, "budgetMemory": li.BudgetMemory, "commandsTasks": li.CommandsPids, "commandsMemory": li.CommandsMemory,
 		"grantTasks": li.TenantPids, "grantMemory": li.TenantMemory, "commandTasks": li.PidsMax, "commandMemory": li.MemoryMax}
 
 	var fss []map[string]any
-	for _, fs := range diskguard.New(diskWatch(cfg)).Status() {
+	for _, fs := range app.DiskStatus(cfg) {
 		// No Project path: roles and sizes say what a report needs.
 		fss = append(fss, map[string]any{"role": fs.Role, "free": fs.Free, "total": fs.Total, "low": fs.Low, "refusing": fs.Refusing})
 	}

@@ -1,4 +1,4 @@
-package app_test
+package cli_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/devspace-dev/devspace/internal/app"
+	"github.com/devspace-dev/devspace/internal/cli"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -92,7 +92,7 @@ func TestServeLearnsPublicURLFromCloudflared(t *testing.T) {
 	var stderr testutil.SyncBuffer
 	go func() {
 		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-		done <- app.Main(ctx, []string{"serve"}, lookup, app.IO{Stdout: &testutil.SyncBuffer{}, Stderr: &stderr})
+		done <- cli.Main(ctx, []string{"serve"}, lookup, cli.IO{Stdout: &testutil.SyncBuffer{}, Stderr: &stderr})
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1,4 +1,10 @@
-package app
+// Package cli is the Owner's command line: argument parsing, help text,
+// every subcommand (serve, init, owner, grants, projects, doctor,
+// diagnostic, healthcheck, version) and their output and exit codes. The
+// server, and the state an owner command acts on when no server answers,
+// are built by internal/app (New, OpenState); init creates the state
+// files, and doctor and diagnostic read them read-only, directly.
+package cli
 
 import (
 	"context"
@@ -7,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -17,13 +22,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
-	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -151,12 +155,12 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, stdio.Stderr)
-	if err := ResolvePublicURL(ctx, cfg, log); err != nil {
+	log := app.NewLogger(cfg, stdio.Stderr)
+	if err := app.ResolvePublicURL(ctx, cfg, log); err != nil {
 		return err
 	}
 	resumeGC := pauseGC()
-	a, err := New(ctx, cfg, log, Options{})
+	a, err := app.New(ctx, cfg, log, app.Options{})
 	if err != nil {
 		resumeGC()
 		return err
@@ -168,7 +172,7 @@ func runServe(ctx context.Context, args []string, env Env, stdio IO) error {
 		_ = a.Close()
 		return err
 	}
-	resume := time.AfterFunc(settle, resumeGC)
+	resume := time.AfterFunc(app.Settle, resumeGC)
 	<-ctx.Done()
 	if resume.Stop() {
 		resumeGC() // stopped before settle: resume now, not after we return
@@ -188,7 +192,7 @@ const startHeapLimit = 64 << 20
 // two cores for several ms and stopping the world, while everything on
 // the way to ready competes for CPU (docs/performance.md, "Start to
 // ready"). Resuming restores GOGC and GOMEMLIMIT as they were. serve
-// resumes a moment (settle) after its listeners are bound, so that the
+// resumes a moment (app.Settle) after its listeners are bound, so that the
 // collection of the start's garbage does not compete with the first
 // /readyz probes either; the heap limit still holds meanwhile.
 func pauseGC() (resume func()) {
@@ -284,7 +288,7 @@ func withAdmin(ctx context.Context, cfg *config.Config, fn func(adm adminAPI) er
 func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn func(adm adminAPI) error) error {
 	auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile)
 	if errors.Is(err, authstate.ErrNotInitialized) {
-		return notInitialized(ctx, cfg)
+		return app.NotInitialized(ctx, cfg)
 	}
 	if err != nil {
 		return err
@@ -297,7 +301,7 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 		}
 		return err
 	}
-	a, err := openCore(ctx, cfg, discardLogger(), Options{}, false)
+	a, err := app.OpenState(ctx, cfg)
 	if errors.Is(err, store.ErrLocked) {
 		// A server owns the state but listens elsewhere; a change written
 		// here would bypass it (its verification cache would not see it).
@@ -320,18 +324,6 @@ func withAdminNote(ctx context.Context, cfg *config.Config, note io.Writer, fn f
 	return err
 }
 
-// stateStarted reports whether dir holds any of DevSpace's state files
-// (auth.json or the database); doctor calls a directory without either
-// not initialized.
-func stateStarted(dir string) bool {
-	for _, name := range []string{authstate.FileName, store.FileName} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); !errors.Is(err, fs.ErrNotExist) {
-			return true
-		}
-	}
-	return false
-}
-
 // noteUnlessJSON is where a list command says where its answer comes
 // from: standard error, but nowhere when the output is JSON for a program
 // (which may read both streams together).
@@ -340,26 +332,6 @@ func noteUnlessJSON(stdio IO, asJSON bool) io.Writer {
 		return nil
 	}
 	return stdio.Stderr
-}
-
-// notInitialized explains a missing state without sending the owner to
-// create a second one when a server already runs with another: it names
-// the directory and, first, the state-directory choice.
-func notInitialized(ctx context.Context, cfg *config.Config) error {
-	return fmt.Errorf("%w in %s: %s", ErrNotInitialized, cfg.StateDir, stateDirHint(ctx, cfg))
-}
-
-// stateDirHint is what to do about a missing state: the error of the
-// owner commands and serve, and doctor's line, say the same. A DevSpace
-// server answering on the control address serves another state (this one
-// does not exist), so the hint then names that server.
-func stateDirHint(ctx context.Context, cfg *config.Config) string {
-	if control.ServesOtherState(ctx, cfg.ControlListen, nil) {
-		return fmt.Sprintf("a DevSpace server answers on %s with another state; set DEVSPACE_STATE_DIR (or --state-dir) "+
-			"to the directory it serves (`make run` uses .data/state in its checkout)", cfg.ControlListen)
-	}
-	return "if a server runs with another DEVSPACE_STATE_DIR (`make run` uses .data/state in its checkout), set it " +
-		"(or --state-dir); otherwise run `devspace init`"
 }
 
 // adminAPI is what the CLI needs; both the control client and a local App
@@ -371,6 +343,11 @@ type adminAPI interface {
 	RevokeAll(ctx context.Context) (int, error)
 	RotatePassword(ctx context.Context, password []byte) (int, error)
 }
+
+var (
+	_ adminAPI = (*app.App)(nil)
+	_ adminAPI = remoteAdmin{}
+)
 
 type remoteAdmin struct{ c *control.Client }
 
@@ -603,121 +580,5 @@ func runHealthcheck(ctx context.Context, args []string, env Env, stdio IO) error
 		return fmt.Errorf("unhealthy: /healthz answered %s", resp.Status)
 	}
 	fmt.Fprintln(stdio.Stdout, "ok")
-	return nil
-}
-
-func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
-	out := stdio.Stdout
-	cfg, err := loadConfig(args, env)
-	if err != nil {
-		fmt.Fprintln(out, "✗ configuration:")
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(out, "    "+line)
-		}
-		return errors.New("configuration is invalid")
-	}
-	problems := 0
-	ok := func(format string, a ...any) { fmt.Fprintf(out, "✓ "+format+"\n", a...) }
-	bad := func(format string, a ...any) { problems++; fmt.Fprintf(out, "✗ "+format+"\n", a...) }
-	warn := func(format string, a ...any) { fmt.Fprintf(out, "! "+format+"\n", a...) }
-	ok("configuration is valid (DEVSPACE_PROJECTS names %d Project(s))", len(cfg.Projects))
-	// doctor only looks: it creates, migrates and changes nothing.
-	fi, err := os.Stat(cfg.StateDir)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir() && !stateStarted(cfg.StateDir)) {
-		// Missing, or a directory made by hand (or by a volume mount)
-		// holding neither auth.json nor a database: one line, with the
-		// same advice as the owner commands, not a ✗ per missing file.
-		bad("%v", notInitialized(ctx, cfg))
-		return fmt.Errorf("%d problem(s) found", problems)
-	}
-	if err != nil {
-		bad("state directory %s: %v", cfg.StateDir, err)
-	} else if fi.Mode().Perm()&0o077 != 0 {
-		bad("state directory %s is accessible to other users (chmod 700)", cfg.StateDir)
-	} else {
-		ok("state directory %s", cfg.StateDir)
-	}
-	// Landlock has no right for chmod: a command may have changed the
-	// modes of these (docs/decisions.md, "Contained commands").
-	for _, d := range []string{outputDir(cfg), scratchDir(cfg)} {
-		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm() != 0o700 {
-			bad("%s has mode %v, not 700: commands may fail to start or be readable by others (chmod 700 %s)", d, fi.Mode().Perm(), d)
-		}
-	}
-	if auth, err := authstate.Load(cfg.StateDir, cfg.MasterKeyFile); err != nil {
-		bad("auth.json: %v", err)
-	} else {
-		ok("auth.json loads; master key present")
-		// Ask the running server first: only one that holds this state
-		// derives the same control key.
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		served, err := control.NewClient(cfg.ControlListen, auth.Derive(control.KeyPurpose)).Projects(cctx)
-		cancel()
-		switch {
-		case err == nil:
-			ok("a DevSpace server answers on %s and serves this state", cfg.ControlListen)
-			if len(cfg.Projects) == 0 && len(served) > 0 {
-				// The owner's shell often lacks the server's DEVSPACE_PROJECTS
-				// (make run sets it for the server alone): check the
-				// Projects the server serves, not an empty list.
-				var labels []string
-				for _, p := range served {
-					cfg.Projects = append(cfg.Projects, config.Project{Label: p.Label, Path: p.Path})
-					labels = append(labels, p.Label)
-				}
-				ok("the server serves %d Project(s): %s (this shell sets no DEVSPACE_PROJECTS; checked below as the server's)",
-					len(served), strings.Join(labels, ", "))
-			}
-		case control.IsUnavailable(err):
-			ok("no server answers on %s: this state is not being served", cfg.ControlListen)
-		case errors.Is(err, control.ErrKeyRejected):
-			warn("a DevSpace server answers on %s but serves another state, not %s: to manage that server, set DEVSPACE_STATE_DIR "+
-				"(or --state-dir) to the directory it serves (`make run` uses .data/state in its checkout)", cfg.ControlListen, cfg.StateDir)
-		default:
-			warn("something answers on %s but not as a DevSpace server: %v", cfg.ControlListen, err)
-		}
-	}
-	if fi, err := os.Stat(filepath.Join(cfg.StateDir, store.FileName)); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		bad("%s is accessible to other users (chmod 600)", store.FileName)
-	}
-	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
-	if err != nil {
-		bad("database: %v", err)
-		st = nil
-	} else {
-		defer st.Close()
-		v, _ := st.SchemaVersion(ctx)
-		ok("database opens (schema version %d; opened read-only)", v)
-	}
-	if !cfg.ControlIsLoopback() {
-		bad("control listener %s is not loopback", cfg.ControlListen)
-	} else {
-		ok("control listener %s is loopback-only", cfg.ControlListen)
-	}
-	doctorWorktrees(ctx, cfg, st, ok, warn)
-	if st != nil {
-		if n, bytes, err := st.ProcessOutputTotals(ctx); err == nil {
-			ok("retained command output: %d record(s), %.1f MiB (kept 24 h after each command, 1 GiB at most)", n, float64(bytes)/(1<<20))
-		}
-	}
-	if ok, reason := process.CgroupAvailable(); ok {
-		ok2 := "per-command cgroups available (commands are killed with cgroup.kill)"
-		fmt.Fprintln(out, "✓ "+ok2)
-	} else {
-		warn("no delegated cgroup v2 (%s); commands are stopped through process groups and a subreaper", reason)
-	}
-	sandbox := process.SandboxStateOf(commandSandbox(cfg, Options{}))
-	doctorSandbox(sandbox, cfg.ScopeEnabled(oauth.ScopeExecute), ok, warn, bad)
-	doctorLimits(process.LimitsStateOf(commandLimits(cfg), sandbox, false), ok, warn)
-	doctorDisk(diskguard.New(diskWatch(cfg)).Status(), cfg, ok, warn)
-	if !cfg.MetricsIsLoopback() {
-		warn("metrics listener %s is not loopback; keep it off the tunnel and the internet", cfg.MetricsListen)
-	}
-	for _, w := range cfg.Warnings() {
-		warn("%s", w)
-	}
-	if problems > 0 {
-		return fmt.Errorf("%d problem(s) found", problems)
-	}
 	return nil
 }

@@ -1,0 +1,10 @@
+package cli_test
+
+import (
+	"io"
+	"log/slog"
+)
+
+func slogTo(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
