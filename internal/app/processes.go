@@ -30,7 +30,7 @@ func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
 
 // OutputDir holds retained command output (spool files; their records
 // are in SQLite). Commands do not survive a restart, but their output
-// does, for its 24 hours (see internal/retention).
+// does, for its 24 hours (see commands.OutputRecords).
 func OutputDir(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "output") }
 
 // ScratchDir holds each execution's private scratch directory (its
@@ -154,10 +154,10 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
 }
 
-// newRetention reconciles the output a previous run left and exports
+// newOutputRecords reconciles the output a previous run left and exports
 // output_bytes_retained, what the grant holding the most holds of it, and
 // a grant's share.
-func newRetention(ctx context.Context, st *store.Store, procs *process.Manager, log *slog.Logger, m *metrics.Metrics) (*commands.OutputRecords, error) {
+func newOutputRecords(ctx context.Context, st *store.Store, procs *process.Manager, log *slog.Logger, m *metrics.Metrics) (*commands.OutputRecords, error) {
 	r, err := commands.NewOutputRecords(ctx, commands.OutputRecordsOptions{Store: st, Spool: procs, Logger: log, Metrics: m})
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 	if err != nil {
 		return err
 	}
-	outputs, err := newRetention(ctx, a.store, procs, a.log, a.metrics)
+	outputs, err := newOutputRecords(ctx, a.store, procs, a.log, a.metrics)
 	if err != nil {
 		_ = procs.Shutdown(ctx)
 		return err
