@@ -85,13 +85,27 @@ type ReadRequest struct {
 	// Ref is a processRef, or an outputRef when ByOutput.
 	Ref      string
 	ByOutput bool
-	Mode     string // ModeLive, ModePage, ModeTail or ModeSearch
+	Mode     string // ModeLive, ModePage, ModeTail or ModeSearch; "" is ModeLive for a processRef, else ModePage
 	Query    string // ModeSearch: the literal to find
 	// Cursor continues a previous read ("" starts); cursors are signed for
 	// the caller's execution.
 	Cursor string
-	Limit  int           // bytes per page, 1-OutputPageMax
+	Limit  int           // bytes per page, 1-OutputPageMax; 0 is OutputPageDefault
 	Wait   time.Duration // ModeLive: wait this long for new output (0 means LiveWaitMax)
+}
+
+// withDefaults fills what the caller left to the service.
+func (r ReadRequest) withDefaults() ReadRequest {
+	if r.Mode == "" {
+		r.Mode = ModePage
+		if !r.ByOutput {
+			r.Mode = ModeLive
+		}
+	}
+	if r.Limit == 0 {
+		r.Limit = OutputPageDefault
+	}
+	return r
 }
 
 // Hit is one search match: its offset and line (at most 500 bytes).
@@ -116,6 +130,7 @@ type Output struct {
 // ErrCursorMismatch for one of another command or mode; ErrOutputGone
 // when the retained output was retired under the read.
 func (s *Service) Read(ctx context.Context, h executions.Handle, req ReadRequest) (*Output, error) {
+	req = req.withDefaults()
 	e, err := s.find(ctx, ownerOf(h), req.Ref, req.ByOutput)
 	if err != nil {
 		return nil, err

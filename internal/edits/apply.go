@@ -19,11 +19,8 @@ type ApplyRequest struct {
 	OperationID string
 	// Patch is the Codex-format patch text (patch.Parse).
 	Patch string
-	// IfMatch is the ifMatch argument as the client sent it: an object
-	// keyed by path, or, for a one-path patch, a single value. Each value
-	// is a version object with a contentHash, a contentHash string, or
-	// null for "must not exist". Empty means no entries.
-	IfMatch json.RawMessage
+	// IfMatch holds the preconditions the client sent (ParseIfMatch).
+	IfMatch IfMatch
 	// AllowSensitive permits changing files that look like secrets.
 	AllowSensitive bool
 }
@@ -58,11 +55,11 @@ func (s *Service) Apply(ctx context.Context, h executions.Handle, req ApplyReque
 		return nil, err
 	}
 	paths := p.Paths()
-	pre, err := preconditions(req.IfMatch, paths)
+	pre, err := req.IfMatch.preconditions(paths)
 	if err != nil {
 		return nil, err
 	}
-	request := map[string]any{"patch": req.Patch, "ifMatch": json.RawMessage(canonicalJSON(req.IfMatch)), "allowSensitive": req.AllowSensitive}
+	request := map[string]any{"patch": req.Patch, "ifMatch": req.IfMatch, "allowSensitive": req.AllowSensitive}
 	out, replayed, err := once(ctx, s, h, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
 		// Nested instructions the model has not seen yet come first.
 		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.Root, paths)
@@ -123,39 +120,59 @@ func resolver(root *os.Root) undo.Resolver {
 	}
 }
 
-// preconditions turns the ifMatch argument into per-path preconditions
-// for patch.Apply, which cleans and checks the keys (so they are checked in
-// one place). A single value (a version object, a hash string or null) is
-// accepted only for a one-path patch, whose path it names.
-func preconditions(raw json.RawMessage, paths []string) (map[string]patch.Precondition, error) {
+// IfMatch is apply_patch's ifMatch argument, parsed once (ParseIfMatch):
+// a precondition per path, or a single one for a one-path patch.
+type IfMatch struct {
+	One    *patch.Precondition           `json:"one,omitempty"`
+	ByPath map[string]patch.Precondition `json:"byPath,omitempty"`
+}
+
+// ParseIfMatch reads the ifMatch argument as the client sent it: an
+// object keyed by path, or, for a one-path patch, a single value. Each
+// value is a version object with a contentHash, a contentHash string, or
+// null for "must not exist". Empty means no entries. Errors:
+// ErrInvalidIfMatch.
+func ParseIfMatch(raw json.RawMessage) (IfMatch, error) {
 	raw = bytes.TrimSpace(raw)
-	pre := map[string]patch.Precondition{}
 	if len(raw) == 0 {
-		return pre, nil // every path is then missing: *PreconditionMissingError
+		return IfMatch{}, nil // every path is then missing: *PreconditionMissingError
 	}
 	var obj map[string]json.RawMessage
 	isObj := json.Unmarshal(raw, &obj) == nil && obj != nil
 	_, hasHash := obj["contentHash"]
-	single := !isObj || (hasHash && len(obj) <= 2 && (len(obj) == 1 || obj["mtimeNs"] != nil))
-	if single {
-		if len(paths) != 1 {
-			return nil, ErrIfMatchAmbiguous
-		}
+	if !isObj || (hasHash && len(obj) <= 2 && (len(obj) == 1 || obj["mtimeNs"] != nil)) {
 		p, err := precondition(raw)
 		if err != nil {
-			return nil, err
+			return IfMatch{}, err
 		}
-		pre[paths[0]] = p
-		return pre, nil
+		return IfMatch{One: &p}, nil
 	}
+	m := IfMatch{ByPath: make(map[string]patch.Precondition, len(obj))}
 	for path, v := range obj {
 		p, err := precondition(v)
 		if err != nil {
-			return nil, err
+			return IfMatch{}, err
 		}
-		pre[path] = p
+		m.ByPath[path] = p
 	}
-	return pre, nil
+	return m, nil
+}
+
+// preconditions gives each of paths its precondition for patch.Apply,
+// which cleans and checks the keys (so they are checked in one place). A
+// single value names the path of a one-path patch; ErrIfMatchAmbiguous
+// for any other.
+func (m IfMatch) preconditions(paths []string) (map[string]patch.Precondition, error) {
+	if m.One == nil {
+		if m.ByPath == nil {
+			return map[string]patch.Precondition{}, nil
+		}
+		return m.ByPath, nil
+	}
+	if len(paths) != 1 {
+		return nil, ErrIfMatchAmbiguous
+	}
+	return map[string]patch.Precondition{paths[0]: *m.One}, nil
 }
 
 // precondition reads one ifMatch value. Errors: ErrInvalidIfMatch.
@@ -176,15 +193,4 @@ func precondition(v json.RawMessage) (patch.Precondition, error) {
 		return patch.Precondition{Set: true, ContentHash: ver.ContentHash}, nil
 	}
 	return patch.Precondition{}, ErrInvalidIfMatch
-}
-
-// canonicalJSON re-encodes a JSON value with sorted keys so equal ifMatch
-// arguments hash equally.
-func canonicalJSON(raw json.RawMessage) []byte {
-	var v any
-	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &v) != nil {
-		return []byte("null")
-	}
-	b, _ := json.Marshal(v)
-	return b
 }

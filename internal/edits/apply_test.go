@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 )
 
@@ -33,7 +34,11 @@ func TestPreconditions(t *testing.T) {
 		{"version without hash", `{"a.txt":{"mtimeNs":5}}`, one, nil, ErrInvalidIfMatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := preconditions(json.RawMessage(tc.ifMatch), tc.paths)
+			m, err := ParseIfMatch(json.RawMessage(tc.ifMatch))
+			var got map[string]patch.Precondition
+			if err == nil {
+				got, err = m.preconditions(tc.paths)
+			}
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err = %v, want %v", err, tc.err)
 			}
@@ -44,16 +49,35 @@ func TestPreconditions(t *testing.T) {
 	}
 }
 
-func TestCanonicalJSON(t *testing.T) {
-	for in, want := range map[string]string{
-		``:                       `null`,
-		` {"b":1, "a":null} `:    `{"a":null,"b":1}`,
-		`not json`:               `null`,
-		`"sha256:ab"`:            `"sha256:ab"`,
-		`{"x":{"z":1,"y":true}}`: `{"x":{"y":true,"z":1}}`,
-	} {
-		if got := string(canonicalJSON(json.RawMessage(in))); got != want {
-			t.Errorf("canonicalJSON(%q) = %s, want %s", in, got, want)
+// TestIfMatchHashesByMeaning: the operation's request hash sees the
+// parsed preconditions, so spellings of the same ifMatch replay each other
+// and different ones do not.
+func TestIfMatchHashesByMeaning(t *testing.T) {
+	hash := func(raw string) string {
+		t.Helper()
+		m, err := ParseIfMatch(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := idempotency.HashRequest(map[string]any{"ifMatch": m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	const h = "sha256:ab"
+	same := [][2]string{
+		{`"` + h + `"`, `{"contentHash":"` + h + `","mtimeNs":5}`},
+		{`{"a":"` + h + `","b":null}`, ` {"b":null, "a":{"contentHash":"` + h + `"}} `},
+	}
+	for _, p := range same {
+		if hash(p[0]) != hash(p[1]) {
+			t.Errorf("%s and %s hash differently", p[0], p[1])
+		}
+	}
+	for _, p := range [][2]string{{`null`, `"` + h + `"`}, {`{"a":null}`, `null`}, {``, `{"a":null}`}} {
+		if hash(p[0]) == hash(p[1]) {
+			t.Errorf("%s and %s hash alike", p[0], p[1])
 		}
 	}
 }

@@ -287,17 +287,8 @@ func (in *readOutputIn) validate() error {
 	if (in.ProcessRef == "") == (in.OutputRef == "") {
 		return invalidInput("pass exactly one of processRef (live) or outputRef (retained output)")
 	}
-	if in.Mode == "" {
-		in.Mode = commands.ModePage
-		if in.ProcessRef != "" {
-			in.Mode = commands.ModeLive
-		}
-	}
 	if in.Mode == commands.ModeSearch && (in.Query == "" || len(in.Query) > 1024) {
 		return invalidInput("search needs a query of 1-1024 bytes")
-	}
-	if in.Limit == 0 {
-		in.Limit = commands.OutputPageDefault
 	}
 	return nil
 }

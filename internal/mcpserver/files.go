@@ -17,14 +17,9 @@ type readFilesIn struct {
 	AllowSensitive bool                `json:"allowSensitive,omitempty" jsonschema:"read files that look like secrets (.env, private keys); only when the user asked for it"`
 }
 
-func (in *readFilesIn) validate() error {
-	if len(in.Files) == 0 || len(in.Files) > 8 {
-		return invalidInput("files must list 1 to 8 files")
-	}
-	return nil
-}
-
 func (readFilesIn) schema(s *jsonschema.Schema) {
+	s.Properties["files"].MinItems = jsonschema.Ptr(1)
+	s.Properties["files"].MaxItems = jsonschema.Ptr(reads.MaxFiles)
 	item := s.Properties["files"].Items
 	item.Properties["offset"].Minimum = jsonschema.Ptr(0.0)
 	item.Properties["limit"].Minimum = jsonschema.Ptr(0.0)

@@ -15,14 +15,9 @@ type inspectIn struct {
 	AllowSensitive bool       `json:"allowSensitive,omitempty" jsonschema:"include files that look like secrets; only when the user asked for it"`
 }
 
-func (in *inspectIn) validate() error {
-	if len(in.Operations) == 0 || len(in.Operations) > 8 {
-		return invalidInput("operations must list 1 to 8 operations")
-	}
-	return nil
-}
-
 func (inspectIn) schema(s *jsonschema.Schema) {
+	s.Properties["operations"].MinItems = jsonschema.Ptr(1)
+	s.Properties["operations"].MaxItems = jsonschema.Ptr(reads.MaxOperations)
 	s.Properties["operations"].Items.Properties["op"].Enum = []any{"ls", "glob", "grep"}
 }
 

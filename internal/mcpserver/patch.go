@@ -19,9 +19,9 @@ type applyPatchIn struct {
 	AllowSensitive bool            `json:"allowSensitive,omitempty" jsonschema:"allow changing files that look like secrets; only when the user asked for it"`
 }
 
-// schema publishes ifMatch as what the edits service reads
-// (edits.ApplyRequest.IfMatch): an object keyed by path, or one value (a
-// contentHash string, a version object, or null).
+// schema publishes ifMatch as what edits.ParseIfMatch reads: an object
+// keyed by path, or one value (a contentHash string, a version object, or
+// null).
 func (applyPatchIn) schema(s *jsonschema.Schema) {
 	s.Properties["ifMatch"].Types = []string{"object", "string", "null"}
 	s.Properties["ifMatch"].Items = nil
@@ -72,7 +72,11 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 		return applyPatchOut{}, s.editError(in.OperationID, err)
 	}
 	defer x.Release()
-	a, err := s.opts.Edits.Apply(ctx, x, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: in.IfMatch, AllowSensitive: in.AllowSensitive})
+	ifMatch, err := edits.ParseIfMatch(in.IfMatch)
+	if err != nil {
+		return applyPatchOut{}, s.editError(in.OperationID, err)
+	}
+	a, err := s.opts.Edits.Apply(ctx, x, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: ifMatch, AllowSensitive: in.AllowSensitive})
 	if err != nil {
 		return applyPatchOut{}, s.editError(in.OperationID, err)
 	}

@@ -25,6 +25,13 @@ import (
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
+// The most files one read_files reads and operations one inspect runs:
+// the published schema's maxItems, the same bounds the readers apply.
+const (
+	MaxFiles      = files.DefaultMaxItems
+	MaxOperations = search.DefaultMaxOps
+)
+
 // The types a read answers with, as the domain packages define them.
 type (
 	FileRequest = files.Request

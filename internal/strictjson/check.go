@@ -222,7 +222,15 @@ func (c *checker) advance() (next *Schema, done bool, err error) {
 		}
 		b := c.data[c.pos]
 		if b == closer {
-			if !f.array {
+			if f.array {
+				n := f.index + 1
+				if f.fresh {
+					n = 0
+				}
+				if err := c.checkItems(f, n); err != nil {
+					return nil, false, err
+				}
+			} else {
 				f.hasKey = false // the problem is the object's, not its last key's
 				if err := c.checkRequired(f.schema, c.keys[f.start:]); err != nil {
 					return nil, false, err
@@ -244,6 +252,9 @@ func (c *checker) advance() (next *Schema, done bool, err error) {
 			return nil, false, c.malformed("expected ',' or '}'")
 		}
 		if f.array {
+			if err := c.checkItems(f, f.index+1); err != nil {
+				return nil, false, err
+			}
 			return f.schema.item(), false, nil
 		}
 		next, err := c.member(f)

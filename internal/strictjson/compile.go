@@ -76,6 +76,10 @@ func compile(v any, at string) (*Schema, error) {
 			s.MinLength, err = count(val, at, k)
 		case "maxLength":
 			s.MaxLength, err = count(val, at, k)
+		case "minItems":
+			s.MinItems, err = count(val, at, k)
+		case "maxItems":
+			s.MaxItems, err = count(val, at, k)
 		case "pattern":
 			p, _ := val.(string)
 			s.Pattern, err = regexp.Compile(p)

@@ -18,6 +18,7 @@ const toolSchema = `{
     "ref": {"type": "string", "pattern": "^prj_[a-z]+$"},
     "environment": {"type": "object", "additionalProperties": {"type": "string"}},
     "version": {"type": ["object", "string", "null"]},
+    "tags": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string"}},
     "files": {"type": ["null", "array"], "items": {
       "type": "object", "additionalProperties": false, "required": ["path"],
       "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}}}}
@@ -58,6 +59,10 @@ func TestCompiledSchemaIsEnforced(t *testing.T) {
 		{"map_value_type", `{` + base + `,"environment":{"A":1}}`, result{Path: "/environment/A", Reason: ReasonWrongType}},
 		{"object_for_array", `{` + base + `,"files":{}}`, result{Path: "/files", Reason: ReasonWrongType}},
 		{"item_missing_field", `{` + base + `,"files":[{"path":"a"},{"offset":1}]}`, result{Path: "/files/1/path", Reason: ReasonMissingField}},
+		{"items_within_bounds", `{` + base + `,"tags":["a","b"]}`, result{}},
+		{"too_few_items", `{` + base + `,"tags":[ ]}`, result{Path: "/tags", Reason: ReasonNotAllowed}},
+		{"too_many_items", `{` + base + `,"tags":["a","b","c"]}`, result{Path: "/tags", Reason: ReasonNotAllowed}},
+		{"item_kind_before_count", `{` + base + `,"tags":[1]}`, result{Path: "/tags/0", Reason: ReasonWrongType}},
 		{"item_unknown_field", `{` + base + `,"files":[{"path":"a","Path":"b"}]}`, result{Path: "/files/0/Path", Reason: ReasonCaseVariant}},
 		{"boolean_for_object", `{` + base + `,"version":true}`, result{Path: "/version", Reason: ReasonWrongType}},
 		{"unknown_field", `{` + base + `,"sorce":"x"}`, result{Path: "/sorce", Reason: ReasonUnknownField}},
@@ -97,7 +102,7 @@ func TestCompiledMessages(t *testing.T) {
 func TestCompileRefusesWhatCheckDoesNotEnforce(t *testing.T) {
 	for _, doc := range []string{
 		`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"}]}}}`,
-		`{"type":"object","properties":{"a":{"type":"array","minItems":1}}}`,
+		`{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`,
 		`{"type":"object","properties":{"a":{"enum":[1,2]}}}`,
 		`{"type":"object","properties":{"a":{"type":"string","format":"uri"}}}`,
 		`{"type":"object","properties":{"a":{"type":"strng"}}}`,

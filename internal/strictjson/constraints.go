@@ -186,3 +186,22 @@ func numberRange(lo, hi *float64) string {
 	}
 	return "at most " + f(*hi)
 }
+
+// checkItems checks that array f may hold n elements: past MaxItems as
+// soon as the element after the last allowed one starts, under MinItems
+// when it closes. The problem is the array's, reported at its path.
+func (c *checker) checkItems(f *frame, n int) error {
+	s := f.schema
+	if s == nil || (s.MinItems == nil && s.MaxItems == nil) {
+		return nil
+	}
+	closing := c.pos < len(c.data) && c.data[c.pos] == ']'
+	if (s.MaxItems != nil && n > *s.MaxItems) || (closing && s.MinItems != nil && n < *s.MinItems) {
+		stack := c.stack
+		c.stack = c.stack[:len(c.stack)-1]
+		err := c.fail(ReasonNotAllowed, "must list "+lengthRange(s.MinItems, s.MaxItems)+" items")
+		c.stack = stack
+		return err
+	}
+	return nil
+}

@@ -39,6 +39,8 @@ type Schema struct {
 	Minimum, Maximum *float64
 	// MinLength and MaxLength bound a string here, in code points.
 	MinLength, MaxLength *int
+	// MinItems and MaxItems bound the elements of an array here.
+	MinItems, MaxItems *int
 	// Pattern, when set, must match a string here.
 	Pattern *regexp.Regexp
 }
