@@ -1,6 +1,12 @@
 package process
 
-import "github.com/devspace-dev/devspace/internal/sandbox"
+import (
+	"bufio"
+	"errors"
+	"io"
+
+	"github.com/devspace-dev/devspace/internal/sandbox"
+)
 
 // The server and a supervisor talk over a Unix stream socketpair that the
 // supervisor inherits as fd 3. A supervisor may be started ahead of need
@@ -117,4 +123,27 @@ type event struct {
 	// (treeUsage).
 	Tasks  int   `json:"tasks,omitempty"`
 	Memory int64 `json:"memory,omitempty"`
+}
+
+const maxSpecBytes = 8 << 20
+
+// readLine reads one newline-terminated line of at most limit bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > limit {
+			return nil, errors.New("line too long")
+		}
+		if err == nil {
+			return buf[:len(buf)-1], nil
+		}
+		if err != bufio.ErrBufferFull {
+			if err == io.EOF && len(buf) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
 }
