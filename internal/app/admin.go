@@ -30,7 +30,7 @@ func (a *App) RevokeAll(ctx context.Context) (int, error) {
 
 // RotatePassword sets a new Owner password, then ends every grant.
 // Registered clients stay, so hosts can re-authorize without registering.
-// Both hold in this process first (issue 31): on a full disk the password
+// Both hold in this process first: on a full disk the password
 // is written after revoke-all stopped the grants' commands and removed
 // their scratch, with the store's reserve if need be, and retried until
 // it lands (oauth.ErrNotRecorded).

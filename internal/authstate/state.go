@@ -243,7 +243,7 @@ func (s *State) VerifyPassword(ctx context.Context, password []byte) (bool, erro
 // current DefaultParams and a new salt, makes the new verifier current,
 // then rewrites auth.json atomically. The Owner rotates a password they
 // fear is known, so the new one holds in this process first, also when the
-// disk is full (issue 31): a write that fails returns ErrNotWritten
+// disk is full: a write that fails returns ErrNotWritten
 // (wrapped) and leaves the old auth.json whole; Persist retries it. It
 // returns ErrPasswordLength for a password of the wrong length, and then
 // changes nothing. It does not change the master key, and it does not

@@ -58,7 +58,7 @@ const (
 	MaxPerProject = 8
 	// MaxPerGrantPerProject is one grant's share of a Project's slots: a
 	// grant never takes them all, so another grant approved for the same
-	// Project can always start a command (issue 31).
+	// Project can always start a command.
 	MaxPerGrantPerProject = MaxPerProject / 2
 	// MaxPerGrant is one grant's share of the server's slots
 	// (process.DefaultMaxLive), across its Projects.

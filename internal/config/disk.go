@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 )
 
-// Environment variables of disk use (issue 31).
+// Environment variables of disk use.
 const (
 	envScratchDir  = "DEVSPACE_SCRATCH_DIR"
 	envScratchMax  = "DEVSPACE_SCRATCH_MAX"

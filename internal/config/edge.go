@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Environment variables of the public-edge limits (issue 17).
+// Environment variables of the public-edge limits.
 const (
 	envTrustedProxies        = "DEVSPACE_TRUSTED_PROXIES"
 	envClientIPHeader        = "DEVSPACE_CLIENT_IP_HEADER"
@@ -67,7 +67,7 @@ type Edge struct {
 	// 2m, 2m.
 	ReadHeaderTimeout, BodyIdleTimeout, BodyTimeout, IdleTimeout time.Duration
 	// MCPBodyBudget bounds the memory /mcp request bodies hold at once,
-	// each body byte counted at what decoding it costs (8x; issue 31)
+	// each body byte counted at what decoding it costs (8x)
 	// (DEVSPACE_MCP_BODY_BUDGET). Default: 256 MiB; at least
 	// DEVSPACE_MAX_REQUEST_BODY.
 	MCPBodyBudget int64

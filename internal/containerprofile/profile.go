@@ -1,6 +1,6 @@
 // Package containerprofile builds deploy/seccomp/devspace.json, the
 // container seccomp profile that lets DevSpace's namespace tier run in a
-// container (issue 30): what Docker's default profile allows a container
+// container: what Docker's default profile allows a container
 // without capabilities, plus only what a command's launcher needs to start
 // in a user, mount and IPC namespace of its own and what the Unix gate
 // needs without listing SYS_PTRACE.

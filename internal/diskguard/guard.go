@@ -1,5 +1,5 @@
 // Package diskguard keeps one grant's commands from filling the disks
-// every grant and the Owner share (issue 31). It watches the free space of
+// every grant and the Owner share. It watches the free space of
 // the filesystems holding the state directory, the scratch directories
 // and the Projects commands run in. Below the reserve it stops the
 // execution writing the most there (its scratch directory emptied when it

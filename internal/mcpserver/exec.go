@@ -119,7 +119,7 @@ type processOut struct {
 	TreeAlive bool `json:"treeAlive,omitempty" jsonschema:"processes the command started are still running (the Project stays busy until they end)"`
 	// KillReason says why the tree was killed: interrupt (SIGINT left
 	// processes running, so they were killed), timeout, close, revoke,
-	// out_of_memory and pids_limit (issue 31: past the command's limits,
+	// out_of_memory and pids_limit (past the command's limits,
 	// the whole command)…
 	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, out_of_memory (it used more memory than a command may), pids_limit (it had more processes and threads than a command may), disk_low (a filesystem it wrote to ran low and it wrote the most there), scratch_quota (its execution's scratch directory passed its quota and was emptied), close, revoke, shutdown…"`
 	// InterruptKilled counts processes an interrupt had to kill because

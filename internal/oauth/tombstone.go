@@ -15,8 +15,8 @@ import (
 var ErrNotRecorded = errors.New("revoked in the running server, but not yet recorded in the database")
 
 // tombstones are revocations that hold in this process from the moment the
-// Owner asks, before (and whether or not) the database has them (issue 31,
-// item 3): Verify, refresh and consent consult them after the store.
+// Owner asks, before (and whether or not) the database has them: Verify,
+// refresh and consent consult them after the store.
 type tombstones struct {
 	mu     sync.RWMutex
 	grants map[string]bool

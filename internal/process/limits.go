@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Per-command limits (issue 31, item 6; docs/design.md §9 "Commands",
+// Per-command limits (docs/design.md §9 "Commands",
 // docs/decisions.md "Per-command limits").
 //
 // Where a delegated cgroup v2 offers the pids and memory controllers

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The namespace tier (issue 30): where unprivileged user namespaces
+// The namespace tier: where unprivileged user namespaces
 // exist, a command's launcher starts in a user, mount and IPC namespace
 // of its own (NamespaceAttr), binds two directories of its scratch over
 // /tmp and /dev/shm (Policy.PrivateTmp) and may then use SysV IPC and

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The state directory keeps a reserve (issue 31): a preallocated file that
+// The state directory keeps a reserve: a preallocated file that
 // an emergency write (revoking a grant, bumping the global epoch, closing
 // executions, recording an operation's outcome or a journal entry)
 // releases when it meets a full disk, then retries once. So the Owner's

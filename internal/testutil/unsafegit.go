@@ -11,7 +11,7 @@ import (
 )
 
 // Escape is one way a repository's metadata can point Git outside the
-// repository's root (issue 15).
+// repository's root.
 type Escape struct {
 	// Name names the case for t.Run.
 	Name string
