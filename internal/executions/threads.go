@@ -134,6 +134,13 @@ func (s *Service) Activity(ctx context.Context, c Caller, ref string, since int6
 	}
 }
 
+// The statuses SetThreadStatus sets.
+const (
+	ThreadArchived  = store.ThreadArchived
+	ThreadCompleted = store.ThreadCompleted
+	ThreadClosed    = store.ThreadClosed
+)
+
 // SetThreadStatus archives, completes or closes one of the caller's
 // Threads if ifMatch is its current revision. Close refuses while the
 // execution's commands run, and closes the execution. None of these touch

@@ -9,7 +9,6 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/store"
 )
 
 type threadControlIn struct {
@@ -87,11 +86,11 @@ func (s *Server) threadControl(ctx context.Context, c *call, in *threadControlIn
 			out.Activity = []executions.ActivityView{}
 		}
 	case "archive":
-		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadArchived, *in.IfMatch)
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, executions.ThreadArchived, *in.IfMatch)
 	case "complete":
-		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadCompleted, *in.IfMatch)
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, executions.ThreadCompleted, *in.IfMatch)
 	case "close":
-		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, store.ThreadClosed, *in.IfMatch)
+		out.Thread, err = s.opts.Bindings.SetThreadStatus(ctx, c.caller, in.ThreadRef, executions.ThreadClosed, *in.IfMatch)
 	}
 	return out, err
 }
