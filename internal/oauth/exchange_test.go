@@ -9,12 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/project"
@@ -95,10 +99,14 @@ func (r *exchangeRig) codeExpiring(expires *time.Time) (code, verifier, grantID 
 // tokenResult is a token endpoint answer and the statements it ran.
 type tokenResult struct {
 	Status       int
+	CacheControl string `json:"-"`
 	Error        string `json:"error"`
 	Description  string `json:"error_description"`
 	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
 	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
 	Statements   int64  `json:"-"`
 }
 
@@ -113,7 +121,7 @@ func (r *exchangeRig) token(form url.Values) tokenResult {
 	w := httptest.NewRecorder()
 	r.statements.Store(0)
 	r.srv.Token(w, req)
-	res := tokenResult{Status: w.Code, Statements: r.statements.Load()}
+	res := tokenResult{Status: w.Code, CacheControl: w.Header().Get("Cache-Control"), Statements: r.statements.Load()}
 	if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
 		r.t.Fatalf("token response %q: %v", w.Body, err)
 	}
@@ -215,6 +223,88 @@ func TestExchangeUsesInjectedClock(t *testing.T) {
 			t.Fatalf("at expiry: %v", err)
 		}
 	})
+}
+
+// TestIssuanceOnInjectedClock pins what DevSpace issues, on a fake clock
+// far from the real time: the code's row, the pair a code exchange stores
+// and answers, and the pair a rotation stores with its parent consumed.
+// Every timestamp is Options.Now's, every lifetime an Options TTL, every
+// stored credential a hash; the answers carry fresh credentials in their
+// documented formats.
+func TestIssuanceOnInjectedClock(t *testing.T) {
+	ctx := context.Background()
+	r := newExchangeRig(t)
+	opts := r.srv.opts
+	at := func(tm time.Time) *time.Time { return &tm }
+	read := func(by func(context.Context, string) (*store.TokenGrant, error), secret string) *store.Token {
+		t.Helper()
+		tg, err := by(ctx, hashSecret(secret))
+		if err != nil {
+			t.Fatalf("read the row of %.4s…: %v", secret, err)
+		}
+		return tg.Token
+	}
+	ignoreID := cmpopts.IgnoreFields(store.Token{}, "ID")
+	secretFormat := func(prefix string) *regexp.Regexp {
+		return regexp.MustCompile(`^` + prefix + `[A-Za-z0-9_-]{43}$`)
+	}
+	answer := func(t *testing.T, got tokenResult) {
+		t.Helper()
+		want := tokenResult{Status: http.StatusOK, CacheControl: "no-store", TokenType: "Bearer",
+			ExpiresIn: int64(opts.AccessTTL / time.Second), Scope: ScopeRead}
+		if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(tokenResult{}, "AccessToken", "RefreshToken", "Statements")); diff != "" {
+			t.Errorf("answer (-want +got):\n%s", diff)
+		}
+		if !secretFormat(prefixAccess).MatchString(got.AccessToken) || !secretFormat(prefixRefresh).MatchString(got.RefreshToken) {
+			t.Errorf("credential formats: access %q, refresh %q", got.AccessToken, got.RefreshToken)
+		}
+	}
+
+	issued := r.clock.Now()
+	code, verifier, grantID := r.code()
+	if !secretFormat(prefixCode).MatchString(code) {
+		t.Errorf("code format: %q", code)
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	codeRow := &store.Token{GrantID: grantID, ClientID: r.client.ID, Scope: ScopeRead, RedirectURI: rigRedirect,
+		Resource: opts.Resource, CodeHash: hashSecret(code), CodeChallenge: base64.RawURLEncoding.EncodeToString(sum[:]),
+		CodeChallengeMethod: "S256", CodeCreatedAt: at(issued), CodeExpiresAt: at(issued.Add(opts.CodeTTL))}
+	if diff := cmp.Diff(codeRow, read(r.st.CodeGrant, code), ignoreID); diff != "" {
+		t.Errorf("code row (-want +got):\n%s", diff)
+	}
+
+	r.clock.Advance(time.Minute)
+	exchanged := r.clock.Now()
+	first := r.exchange(code, verifier)
+	t.Run("code exchange answer", func(t *testing.T) { answer(t, first) })
+	codeRow.CodeConsumedAt = at(exchanged)
+	if diff := cmp.Diff(codeRow, read(r.st.CodeGrant, code), ignoreID); diff != "" {
+		t.Errorf("code row after the exchange (-want +got):\n%s", diff)
+	}
+	firstRow := read(r.st.AccessTokenGrant, first.AccessToken)
+	pair := &store.Token{GrantID: grantID, ClientID: r.client.ID, Scope: ScopeRead, RedirectURI: rigRedirect,
+		Resource:   opts.Resource,
+		AccessHash: hashSecret(first.AccessToken), AccessCreatedAt: at(exchanged), AccessExpiresAt: at(exchanged.Add(opts.AccessTTL)),
+		RefreshHash: hashSecret(first.RefreshToken), RefreshCreatedAt: at(exchanged), RefreshExpiresAt: at(exchanged.Add(opts.RefreshTTL))}
+	if diff := cmp.Diff(pair, firstRow, ignoreID); diff != "" {
+		t.Errorf("exchanged pair (-want +got):\n%s", diff)
+	}
+
+	r.clock.Advance(2 * opts.AccessTTL)
+	rotated := r.clock.Now()
+	second := r.refresh(first.RefreshToken)
+	t.Run("rotation answer", func(t *testing.T) { answer(t, second) })
+	pair.RefreshConsumedAt, pair.RevokedAt = at(rotated), at(rotated)
+	if diff := cmp.Diff(pair, read(r.st.RefreshGrant, first.RefreshToken), ignoreID); diff != "" {
+		t.Errorf("rotated parent (-want +got):\n%s", diff)
+	}
+	next := &store.Token{GrantID: grantID, ClientID: r.client.ID, ParentID: firstRow.ID, Scope: ScopeRead,
+		RedirectURI: rigRedirect, Resource: opts.Resource,
+		AccessHash: hashSecret(second.AccessToken), AccessCreatedAt: at(rotated), AccessExpiresAt: at(rotated.Add(opts.AccessTTL)),
+		RefreshHash: hashSecret(second.RefreshToken), RefreshCreatedAt: at(rotated), RefreshExpiresAt: at(rotated.Add(opts.RefreshTTL))}
+	if diff := cmp.Diff(next, read(r.st.AccessTokenGrant, second.AccessToken), ignoreID); diff != "" {
+		t.Errorf("rotated pair (-want +got):\n%s", diff)
+	}
 }
 
 // TestCodeUsedTwice: the second exchange of a code by its own client, with
