@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	oauth2 "github.com/go-oauth2/oauth2/v4"
-
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -149,7 +147,7 @@ func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*a
 	if req.codeChallenge == "" {
 		return req, oauthErr("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
 	}
-	if q.Get("code_challenge_method") != "S256" {
+	if q.Get("code_challenge_method") != codeChallengeS256 {
 		return req, oauthErr("invalid_request", "code_challenge_method must be S256")
 	}
 	if !codeChallengeRE().MatchString(req.codeChallenge) {
@@ -345,19 +343,6 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
 	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {code}})
-}
-
-// issueCode has the manager issue an authorization code for the stored
-// grant g, bound to req's client, redirect URI and PKCE challenge.
-func (s *Server) issueCode(ctx context.Context, req *authRequest, g *store.Grant) (string, error) {
-	ti, err := s.manager.GenerateAuthToken(ctx, oauth2.Code, &oauth2.TokenGenerateRequest{
-		ClientID: req.clientID, UserID: g.ID, RedirectURI: req.redirectURI, Scope: strings.Join(g.Scopes, " "),
-		CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256,
-	})
-	if err != nil {
-		return "", err
-	}
-	return ti.GetCode(), nil
 }
 
 // redirectWith sends the browser to a validated redirect URI with params,

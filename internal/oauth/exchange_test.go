@@ -340,28 +340,6 @@ func TestCodeUsedTwice(t *testing.T) {
 	}
 }
 
-// TestManagerRefusesUncheckedCredentials: the storage adapters serve the
-// manager only what the token endpoint checked.
-func TestManagerRefusesUncheckedCredentials(t *testing.T) {
-	r := newExchangeRig(t)
-	code, _, _ := r.code()
-	ts := tokenStore{st: r.st, resource: r.srv.opts.Resource, now: r.clock.Now}
-	ctx := context.Background()
-	if _, err := ts.GetByCode(ctx, code); !errors.Is(err, errUnchecked) {
-		t.Errorf("GetByCode without a check: %v", err)
-	}
-	if _, err := ts.GetByRefresh(ctx, "dsr_x"); !errors.Is(err, errUnchecked) {
-		t.Errorf("GetByRefresh without a check: %v", err)
-	}
-	ci, err := clientStore{r.st}.GetByID(ctx, r.client.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ci.(clientInfo).VerifyPassword(r.secret) {
-		t.Errorf("a client the token endpoint did not authenticate passed VerifyPassword")
-	}
-}
-
 // closedGrants records the grants the server asked to close.
 type closedGrants struct {
 	mu  sync.Mutex

@@ -30,7 +30,7 @@ func (s *Server) AuthorizationServerMetadata(w http.ResponseWriter, r *http.Requ
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
 		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":               []string{"S256"},
+		"code_challenge_methods_supported":               []string{codeChallengeS256},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post", "client_secret_basic"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post", "client_secret_basic"},
 		"client_id_metadata_document_supported":          s.opts.Metadata != nil,

@@ -1,12 +1,9 @@
 package oauth
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-
-	oauth2 "github.com/go-oauth2/oauth2/v4"
 
 	"github.com/devspace-dev/devspace/internal/ids"
 )
@@ -22,7 +19,7 @@ const (
 )
 
 // randomValue returns prefix + base64url(32 bytes from crypto/rand): 256
-// bits, replacing the library's UUID-based generators (~122 bits).
+// bits.
 func randomValue(prefix string) string { return ids.New(prefix, 32) }
 
 // randomID returns a shorter random identifier (128 bits) for rows that are
@@ -43,26 +40,3 @@ func secretMatches(presented, storedHash string) bool {
 	}
 	return subtle.ConstantTimeCompare([]byte(hashSecret(presented)), []byte(storedHash)) == 1
 }
-
-// codeGenerator implements oauth2.AuthorizeGenerate.
-type codeGenerator struct{}
-
-func (codeGenerator) Token(context.Context, *oauth2.GenerateBasic) (string, error) {
-	return randomValue(prefixCode), nil
-}
-
-// accessGenerator implements oauth2.AccessGenerate.
-type accessGenerator struct{}
-
-func (accessGenerator) Token(_ context.Context, _ *oauth2.GenerateBasic, isGenRefresh bool) (string, string, error) {
-	access := randomValue(prefixAccess)
-	if !isGenRefresh {
-		return access, "", nil
-	}
-	return access, randomValue(prefixRefresh), nil
-}
-
-var (
-	_ oauth2.AuthorizeGenerate = codeGenerator{}
-	_ oauth2.AccessGenerate    = accessGenerator{}
-)

@@ -4,15 +4,15 @@
 // PKCE S256, refresh rotation with replay detection, revocation (RFC 7009)
 // and bearer-token verification for the MCP endpoint.
 //
-// go-oauth2/oauth2/v4 supplies the manager (code issuance, token issuance
-// on the code exchange, refresh rotation) over our hash-only stores. The
-// token endpoint owns every check of a presented credential, once, with
-// Options.Now: client binding, PKCE (before anything can consume the code),
-// single use, expiry, redirect URI, grant and epoch, scope narrowing. The
-// manager is handed only what passed (libstore.go) and its timestamps are
-// replaced by Options.Now, so no decision depends on its clock. Exact
-// redirect validation and RFC 6749 error statuses are ours too. Handlers
-// are plain net/http; gin stays in httpserver.
+// The package issues every credential itself (issue.go): codes at consent,
+// pairs at the code exchange and on rotation, stamped with Options.Now and
+// given the Options lifetimes, only their hashes stored. The token endpoint
+// owns every check of a presented credential, once, with Options.Now:
+// client binding, PKCE (before anything can consume the code), single use,
+// expiry, redirect URI, grant and epoch, scope narrowing; the store makes
+// single use race-free. Exact redirect validation and RFC 6749 error
+// statuses are ours too. Handlers are plain net/http; gin stays in
+// httpserver.
 package oauth
 
 import (
@@ -25,8 +25,6 @@ import (
 	"sync"
 	"time"
 
-	oauth2 "github.com/go-oauth2/oauth2/v4"
-	"github.com/go-oauth2/oauth2/v4/manage"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/devspace-dev/devspace/internal/metrics"
@@ -121,10 +119,9 @@ type Options struct {
 
 // Server is the authorization server. It is safe for concurrent use.
 type Server struct {
-	opts    Options
-	manager *manage.Manager
-	log     *slog.Logger
-	now     func() time.Time
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
 
 	registrations *sourceLimit // per trusted source address
 	verified      *verifyCache // access tokens verified before
@@ -177,19 +174,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := manage.NewManager()
-	m.MapClientStorage(clientStore{opts.Store})
-	m.MapTokenStorage(tokenStore{st: opts.Store, resource: opts.Resource, now: opts.Now})
-	m.MapAuthorizeGenerate(codeGenerator{})
-	m.MapAccessGenerate(accessGenerator{})
-	m.SetAuthorizeCodeExp(opts.CodeTTL)
-	m.SetAuthorizeCodeTokenCfg(&manage.Config{AccessTokenExp: opts.AccessTTL, RefreshTokenExp: opts.RefreshTTL, IsGenerateRefresh: true})
-	m.SetRefreshTokenCfg(&manage.RefreshingConfig{AccessTokenExp: opts.AccessTTL, RefreshTokenExp: opts.RefreshTTL,
-		IsGenerateRefresh: true, IsResetRefreshTime: true, IsRemoveAccess: true, IsRemoveRefreshing: true})
-	// Redirect URIs are validated exactly by us before the library runs; its
-	// own check is a host-suffix match, so make it accept what we accepted.
-	m.SetValidateURIHandler(func(string, string) error { return nil })
-	return &Server{opts: opts, manager: m, log: log.With("component", "oauth"), now: opts.Now,
+	return &Server{opts: opts, log: log.With("component", "oauth"), now: opts.Now,
 		requestKey: newRequestKey(), selections: map[string]*selection{},
 		registrations: newSourceLimit(opts.RegistrationsPerSource, RegistrationWindow),
 		verified:      newVerifyCache(verifyCacheSize),
@@ -232,9 +217,3 @@ func parseScopes(s string) []string {
 	}
 	return out
 }
-
-// libGrantCode and libGrantRefresh name the library's grant types.
-const (
-	libGrantCode    = oauth2.AuthorizationCode
-	libGrantRefresh = oauth2.Refreshing
-)

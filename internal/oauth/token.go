@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	oauth2 "github.com/go-oauth2/oauth2/v4"
-
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -29,18 +27,15 @@ type tokenResponse struct {
 
 // Token serves POST /oauth/token for authorization_code and refresh_token.
 func (s *Server) Token(w http.ResponseWriter, r *http.Request) {
-	ti, oerr := s.token(w, r)
+	issued, oerr := s.token(w, r)
 	if oerr != nil {
 		writeError(w, r, oerr)
 		return
 	}
-	writeJSON(w, http.StatusOK, tokenResponse{
-		AccessToken: ti.GetAccess(), TokenType: "Bearer", ExpiresIn: int64(ti.GetAccessExpiresIn().Seconds()),
-		RefreshToken: ti.GetRefresh(), Scope: ti.GetScope(),
-	})
+	writeJSON(w, http.StatusOK, issued)
 }
 
-func (s *Server) token(w http.ResponseWriter, r *http.Request) (oauth2.TokenInfo, *oauthError) {
+func (s *Server) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, *oauthError) {
 	form, oerr := readForm(w, r)
 	if oerr != nil {
 		return nil, oerr
@@ -123,9 +118,9 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Cl
 }
 
 // exchangeCode owns every check of an authorization-code exchange, on one
-// read of the code with its grant and with Server.now; the manager then
-// issues the pair from what was checked (see checked).
-func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Client) (oauth2.TokenInfo, *oauthError) {
+// read of the code with its grant and with Server.now, then stores a new
+// pair in the transaction that consumes the code.
+func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Client) (*tokenResponse, *oauthError) {
 	ctx := r.Context()
 	code, verifier := form.Get("code"), form.Get("code_verifier")
 	if code == "" {
@@ -170,9 +165,8 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 		// binds what it yields to that one.
 		return nil, oauthErr("invalid_grant", "the authorization code was issued for another resource")
 	}
-	ti, err := s.manager.GenerateAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: code}),
-		libGrantCode, &oauth2.TokenGenerateRequest{ClientID: client.ID, RedirectURI: row.RedirectURI, Code: code, Request: r})
-	switch {
+	pair, issued := s.newPair(row, row.Scope)
+	switch err := s.opts.Store.ExchangeCode(ctx, row.ID, pair); {
 	case errors.Is(err, store.ErrConsumed):
 		// A concurrent exchange of the same code won the race.
 		s.codeReused(ctx, row)
@@ -181,7 +175,7 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 		return nil, s.tokenFailure(r, err)
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("authorization_code").Inc()
-	return ti, nil
+	return issued, nil
 }
 
 // readCredential reads a presented code or refresh token by its hash with
@@ -203,7 +197,7 @@ func (s *Server) readCredential(ctx context.Context, read func(context.Context, 
 // pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
 // whose S256 transform equals challenge. Only S256 is ever issued.
 func pkceMatches(verifier, method, challenge string) bool {
-	if method != string(oauth2.CodeChallengeS256) || !codeChallengeRE().MatchString(verifier) {
+	if method != codeChallengeS256 || !codeChallengeRE().MatchString(verifier) {
 		return false
 	}
 	sum := sha256.Sum256([]byte(verifier))
@@ -218,9 +212,10 @@ func (s *Server) codeReused(ctx context.Context, row *store.Token) {
 }
 
 // refresh owns every check of a refresh, on one read of the refresh token
-// with its grant and with Server.now; the manager then rotates the pair
-// from what was checked (see checked).
-func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client) (oauth2.TokenInfo, *oauthError) {
+// with its grant and with Server.now, then rotates: a new pair is stored in
+// the transaction that consumes the presented token and retires its access
+// token.
+func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client) (*tokenResponse, *oauthError) {
 	ctx := r.Context()
 	rt := form.Get("refresh_token")
 	if rt == "" {
@@ -231,7 +226,6 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 		return nil, oerr
 	}
 	row := tg.Token
-	// The library does not bind the refresh token to the client; we do.
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_refresh_client_mismatch", row.GrantID, client.ID, nil)
 		if row.RefreshConsumedAt != nil {
@@ -256,17 +250,21 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 		// token is refused there, and so is it.
 		return nil, oauthErr("invalid_grant", "the refresh token was issued for another resource")
 	}
-	// A refresh may narrow scope, never widen it (the library would widen).
-	requested := parseScopes(form.Get("scope"))
-	have := parseScopes(row.Scope)
-	for _, sc := range requested {
-		if !slices.Contains(have, sc) {
-			return nil, oauthErr("invalid_scope", "a refresh cannot add scope "+sc)
+	// A refresh may narrow scope, never widen it; no scope keeps the
+	// token's.
+	scope := row.Scope
+	if requested := parseScopes(form.Get("scope")); len(requested) > 0 {
+		have := parseScopes(row.Scope)
+		for _, sc := range requested {
+			if !slices.Contains(have, sc) {
+				return nil, oauthErr("invalid_scope", "a refresh cannot add scope "+sc)
+			}
 		}
+		scope = strings.Join(requested, " ")
 	}
-	ti, err := s.manager.RefreshAccessToken(withChecked(ctx, &checked{client: client, row: row, presented: rt}),
-		&oauth2.TokenGenerateRequest{ClientID: client.ID, Refresh: rt, Scope: strings.Join(requested, " "), Request: r})
-	switch {
+	pair, issued := s.newPair(row, scope)
+	pair.ParentID = row.ID
+	switch err := s.opts.Store.CreateToken(ctx, pair); {
 	case errors.Is(err, store.ErrConsumed):
 		// Lost a race with a concurrent use of the same token: a client
 		// retrying, or a replay.
@@ -277,7 +275,7 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 		return nil, s.tokenFailure(r, err)
 	}
 	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("refresh_token").Inc()
-	return ti, nil
+	return issued, nil
 }
 
 // RefreshRetryWindow is how long after a refresh token was used its own
@@ -312,8 +310,8 @@ func (s *Server) refreshReplayed(ctx context.Context, row *store.Token) {
 	s.audit(ctx, "oauth_refresh_token_replay_detected", row.GrantID, row.ClientID, nil)
 }
 
-// tokenFailure maps a manager failure. The manager is handed only checked
-// credentials (see checked), so any failure is ours: logged, server_error.
+// tokenFailure answers a pair that could not be stored (other than a lost
+// race for the credential it consumes): logged, server_error.
 func (s *Server) tokenFailure(r *http.Request, err error) *oauthError {
 	s.log.ErrorContext(r.Context(), "token endpoint", "err", err)
 	return oauthErr("server_error", "the token could not be issued")
