@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+
 	"github.com/devspace-dev/devspace/internal/displayname"
 )
 
@@ -118,15 +120,15 @@ func parseDocument(body []byte, clientID string) (*Document, error) {
 	}
 
 	if _, ok := fields["grant_types"]; !ok {
-		raw.grantTypes = []string{"authorization_code"}
+		raw.grantTypes = []string{oauth2.AuthorizationCode.String()}
 	}
-	if !slices.Contains(raw.grantTypes, "authorization_code") {
+	if !slices.Contains(raw.grantTypes, oauth2.AuthorizationCode.String()) {
 		return nil, invalid("grant_types must include authorization_code")
 	}
 	if _, ok := fields["response_types"]; !ok {
-		raw.responseTypes = []string{"code"}
+		raw.responseTypes = []string{oauth2.Code.String()}
 	}
-	if !slices.Contains(raw.responseTypes, "code") {
+	if !slices.Contains(raw.responseTypes, oauth2.Code.String()) {
 		return nil, invalid("response_types must include code")
 	}
 

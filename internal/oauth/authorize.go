@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+	oauth2errors "github.com/go-oauth2/oauth2/v4/errors"
+
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -63,11 +66,11 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 				writeError(w, r, oerr)
 				return
 			}
-			s.renderError(w, oauthErr("invalid_request", "The form could not be read."))
+			s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "The form could not be read."))
 			return
 		}
 		if !s.sameOrigin(r) {
-			s.renderError(w, oauthErr("invalid_request", "This form was submitted from another site.").withStatus(http.StatusForbidden))
+			s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "This form was submitted from another site.").withStatus(http.StatusForbidden))
 			return
 		}
 		switch {
@@ -81,7 +84,7 @@ func (s *Server) Authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodGet {
 		if err := r.ParseForm(); err != nil {
-			s.renderError(w, oauthErr("invalid_request", "The authorization request could not be read."))
+			s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "The authorization request could not be read."))
 			return
 		}
 	}
@@ -101,14 +104,16 @@ func (s *Server) authorizeError(w http.ResponseWriter, r *http.Request, req *aut
 		s.renderError(w, e)
 		return
 	}
-	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"error": {e.Code}, "error_description": {e.Description}})
+	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"error": {e.code.Error()}, "error_description": {e.description}})
 }
 
 // validateAuthorizeRequest checks an authorization request. Problems with
 // the client or redirect URI come without a request (see authorizeError);
 // the rest come with the request whose redirect URI was validated.
 func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*authRequest, *oauthError) {
-	page := func(msg string) (*authRequest, *oauthError) { return nil, oauthErr("invalid_request", msg) }
+	page := func(msg string) (*authRequest, *oauthError) {
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, msg)
+	}
 	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "scope", "resource", "code_challenge", "code_challenge_method"} {
 		if len(q[k]) > 1 {
 			return page("The authorization request repeats the parameter " + k + ".")
@@ -138,23 +143,23 @@ func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*a
 		state: q.Get("state"), created: s.now()}
 	if len(req.state) > maxStateLen {
 		req.state = ""
-		return req, oauthErr("invalid_request", "state is too long")
+		return req, oauthErr(oauth2errors.ErrInvalidRequest, "state is too long")
 	}
-	if rt := q.Get("response_type"); rt != "code" {
-		return req, oauthErr("unsupported_response_type", "only response_type=code is supported")
+	if oauth2.ResponseType(q.Get("response_type")) != oauth2.Code {
+		return req, oauthErr(oauth2errors.ErrUnsupportedResponseType, "only response_type=code is supported")
 	}
 	req.codeChallenge = q.Get("code_challenge")
 	if req.codeChallenge == "" {
-		return req, oauthErr("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256")
+		return req, oauthErr(oauth2errors.ErrInvalidRequest, "PKCE is required: send code_challenge with code_challenge_method=S256")
 	}
-	if q.Get("code_challenge_method") != codeChallengeS256 {
-		return req, oauthErr("invalid_request", "code_challenge_method must be S256")
+	if oauth2.CodeChallengeMethod(q.Get("code_challenge_method")) != oauth2.CodeChallengeS256 {
+		return req, oauthErr(oauth2errors.ErrInvalidRequest, "code_challenge_method must be S256")
 	}
 	if !codeChallengeRE().MatchString(req.codeChallenge) {
-		return req, oauthErr("invalid_request", "code_challenge is malformed")
+		return req, oauthErr(oauth2errors.ErrInvalidRequest, "code_challenge is malformed")
 	}
 	if res, ok := q["resource"]; ok && res[0] != s.opts.Resource {
-		return req, oauthErr("invalid_target", "resource must be "+s.opts.Resource)
+		return req, oauthErr(errInvalidTarget, "resource must be "+s.opts.Resource)
 	}
 	req.scopes = parseScopes(q.Get("scope"))
 	if len(req.scopes) == 0 {
@@ -163,7 +168,7 @@ func (s *Server) validateAuthorizeRequest(ctx context.Context, q url.Values) (*a
 	}
 	for _, sc := range req.scopes {
 		if !slices.Contains(s.opts.Scopes, sc) {
-			return req, oauthErr("invalid_scope", "scope "+sc+" is not offered by this server")
+			return req, oauthErr(oauth2errors.ErrInvalidScope, "scope "+sc+" is not offered by this server")
 		}
 	}
 	return req, nil
@@ -199,7 +204,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	token := r.PostForm.Get("request")
 	req := s.openRequest(token)
 	if req == nil {
-		s.renderError(w, oauthErr("invalid_request", "This sign-in request expired. Start again from your client."))
+		s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "This sign-in request expired. Start again from your client."))
 		return
 	}
 	// The attempt is reserved (and counted) before Argon2 runs: one
@@ -217,7 +222,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	epoch, err := s.opts.Store.GlobalEpoch(r.Context())
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "read the global epoch", "err", err)
-		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
+		s.renderError(w, oauthErr(oauth2errors.ErrTemporarilyUnavailable, "The password could not be checked. Try again."))
 		return
 	}
 	done, wait, allowed := s.opts.Limiter.Reserve(keys...)
@@ -230,7 +235,7 @@ func (s *Server) passwordStep(w http.ResponseWriter, r *http.Request) {
 	ok, err := s.verifyReserved(r.Context(), []byte(r.PostForm.Get("password")), done)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "verify owner password", "err", err)
-		s.renderError(w, oauthErr("temporarily_unavailable", "The password could not be checked. Try again."))
+		s.renderError(w, oauthErr(oauth2errors.ErrTemporarilyUnavailable, "The password could not be checked. Try again."))
 		return
 	}
 	if !ok {
@@ -280,23 +285,23 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	delete(s.selections, token)
 	s.mu.Unlock()
 	if sel == nil || s.now().After(sel.expires) {
-		s.renderError(w, oauthErr("invalid_request", "This consent form expired or was already used. Start again from your client."))
+		s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "This consent form expired or was already used. Start again from your client."))
 		return
 	}
 	if epoch, err := s.opts.Store.GlobalEpoch(r.Context()); err != nil || epoch != sel.epoch {
 		// The password was rotated, or every grant revoked, since it was
 		// typed: it proves nothing now.
-		s.renderError(w, oauthErr("invalid_request", "This consent form is no longer valid. Start again from your client."))
+		s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "This consent form is no longer valid. Start again from your client."))
 		return
 	}
 	req := sel.req
 	switch r.PostForm.Get("decision") {
 	case "deny":
-		s.authorizeError(w, r, req, oauthErr("access_denied", "the owner denied the request"))
+		s.authorizeError(w, r, req, oauthErr(oauth2errors.ErrAccessDenied, "the owner denied the request"))
 		return
 	case "approve":
 	default:
-		s.renderError(w, oauthErr("invalid_request", "Choose Approve or Deny."))
+		s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "Choose Approve or Deny."))
 		return
 	}
 	chosenScopes := r.PostForm["scope"]
@@ -332,13 +337,13 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.opts.Store.CreateGrant(ctx, g); err != nil {
 		s.log.ErrorContext(ctx, "create grant", "err", err)
-		s.renderError(w, oauthErr("server_error", "The grant could not be saved. Try again."))
+		s.renderError(w, oauthErr(oauth2errors.ErrServerError, "The grant could not be saved. Try again."))
 		return
 	}
 	code, err := s.issueCode(ctx, req, g)
 	if err != nil {
 		s.log.ErrorContext(ctx, "issue authorization code", "err", err)
-		s.renderError(w, oauthErr("server_error", "The authorization could not be completed. Try again."))
+		s.renderError(w, oauthErr(oauth2errors.ErrServerError, "The authorization could not be completed. Try again."))
 		return
 	}
 	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
@@ -350,7 +355,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 func (s *Server) redirectWith(w http.ResponseWriter, r *http.Request, redirectURI, state string, params url.Values) {
 	u, err := url.Parse(redirectURI)
 	if err != nil {
-		s.renderError(w, oauthErr("invalid_request", "The redirect URI is invalid."))
+		s.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "The redirect URI is invalid."))
 		return
 	}
 	q := u.Query()

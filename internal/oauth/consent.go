@@ -152,10 +152,10 @@ func (s *Server) writePage(w http.ResponseWriter, status int, formTarget string,
 	}
 }
 
-// renderError shows e as the error page: its status, and its Description
+// renderError shows e as the error page: its status, and its description
 // as the message for the owner.
 func (s *Server) renderError(w http.ResponseWriter, e *oauthError) {
-	s.writePage(w, e.httpStatus(), "", consentPage{Title: "Authorization failed", Error: e.Description})
+	s.writePage(w, e.httpStatus(), "", consentPage{Title: "Authorization failed", Error: e.description})
 }
 
 // clientLabel is the name the client gave, cleaned again here because rows

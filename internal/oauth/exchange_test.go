@@ -340,6 +340,38 @@ func TestCodeUsedTwice(t *testing.T) {
 	}
 }
 
+// TestPKCEMatches pins the split of the PKCE check: the verifier's RFC 7636
+// syntax is ours, whether it matches the stored challenge under the stored
+// method is go-oauth2's. Verifiers whose S256 transform does match are
+// refused when malformed, and nothing matches under a method that was
+// never stored.
+func TestPKCEMatches(t *testing.T) {
+	s256 := func(v string) string {
+		sum := sha256.Sum256([]byte(v))
+		return base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	good := strings.Repeat("a1-._~", 8) // 48 unreserved characters
+	tests := []struct {
+		name, verifier, method, challenge string
+		want                              bool
+	}{
+		{"S256 match", good, "S256", s256(good), true},
+		{"another verifier", good + "b", "S256", s256(good), false},
+		{"42 characters, its S256 matching", good[:42], "S256", s256(good[:42]), false},
+		{"129 characters, its S256 matching", strings.Repeat("v", 129), "S256", s256(strings.Repeat("v", 129)), false},
+		{"a reserved character, its S256 matching", good + "+", "S256", s256(good + "+"), false},
+		{"no method stored", good, "", s256(good), false},
+		{"an unknown method stored", good, "S512", s256(good), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pkceMatches(tt.verifier, tt.method, tt.challenge); got != tt.want {
+				t.Errorf("pkceMatches = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // closedGrants records the grants the server asked to close.
 type closedGrants struct {
 	mu  sync.Mutex

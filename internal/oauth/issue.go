@@ -5,12 +5,10 @@ import (
 	"strings"
 	"time"
 
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+
 	"github.com/devspace-dev/devspace/internal/store"
 )
-
-// codeChallengeS256 is the one PKCE method (RFC 7636 §4.2) requested,
-// stored and verified.
-const codeChallengeS256 = "S256"
 
 // Issuance. Every credential is a fresh randomValue with its kind's prefix,
 // and only its hash is stored. Its row is stamped with Server.now and its
@@ -25,7 +23,7 @@ func (s *Server) issueCode(ctx context.Context, req *authRequest, g *store.Grant
 	now := s.now()
 	err := s.opts.Store.CreateToken(ctx, &store.Token{GrantID: g.ID, ClientID: req.clientID,
 		Scope: strings.Join(g.Scopes, " "), RedirectURI: req.redirectURI, Resource: s.opts.Resource,
-		CodeHash: hashSecret(code), CodeChallenge: req.codeChallenge, CodeChallengeMethod: codeChallengeS256,
+		CodeHash: hashSecret(code), CodeChallenge: req.codeChallenge, CodeChallengeMethod: oauth2.CodeChallengeS256.String(),
 		CodeCreatedAt: &now, CodeExpiresAt: expiry(now, s.opts.CodeTTL)})
 	if err != nil {
 		return "", err

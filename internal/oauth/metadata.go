@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"net/http"
+
+	oauth2 "github.com/go-oauth2/oauth2/v4"
 )
 
 // ProtectedResourceMetadata serves RFC 9728 metadata for the MCP resource,
@@ -27,10 +29,10 @@ func (s *Server) AuthorizationServerMetadata(w http.ResponseWriter, r *http.Requ
 		"registration_endpoint":                          s.opts.Issuer + "/oauth/register",
 		"revocation_endpoint":                            s.opts.Issuer + "/oauth/revoke",
 		"scopes_supported":                               s.opts.Scopes,
-		"response_types_supported":                       []string{"code"},
+		"response_types_supported":                       []string{oauth2.Code.String()},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":               []string{codeChallengeS256},
+		"grant_types_supported":                          grantTypes(),
+		"code_challenge_methods_supported":               []string{oauth2.CodeChallengeS256.String()},
 		"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_post", "client_secret_basic"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none", "client_secret_post", "client_secret_basic"},
 		"client_id_metadata_document_supported":          s.opts.Metadata != nil,

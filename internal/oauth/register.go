@@ -9,6 +9,9 @@ import (
 	"slices"
 	"time"
 
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+	oauth2errors "github.com/go-oauth2/oauth2/v4/errors"
+
 	"github.com/devspace-dev/devspace/internal/displayname"
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -56,21 +59,21 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registration
 	if source, trusted := s.sourceKey(r); trusted {
 		if ok, wait := s.registrations.take(source, s.now()); !ok {
 			w.Header().Set("Retry-After", retryAfterSeconds(wait))
-			return nil, oauthErr("temporarily_unavailable", "too many registrations from this address; try again later").
+			return nil, oauthErr(oauth2errors.ErrTemporarilyUnavailable, "too many registrations from this address; try again later").
 				withStatus(http.StatusTooManyRequests)
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationBody+1))
 	if err != nil {
-		return nil, bodyError(err, oauthErr("invalid_client_metadata", "could not read the request body"))
+		return nil, bodyError(err, oauthErr(errInvalidClientMetadata, "could not read the request body"))
 	}
 	if len(body) > maxRegistrationBody {
-		return nil, oauthErr("invalid_client_metadata", "registration request is too large")
+		return nil, oauthErr(errInvalidClientMetadata, "registration request is too large")
 	}
 	var req registrationRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
-		return nil, oauthErr("invalid_client_metadata", "registration request must be a JSON object")
+		return nil, oauthErr(errInvalidClientMetadata, "registration request must be a JSON object")
 	}
 	if oerr := s.validateRegistration(&req); oerr != nil {
 		return nil, oerr
@@ -80,10 +83,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registration
 		RedirectURIs: req.RedirectURIs, AuthMethod: req.TokenEndpointAuthMethod}
 	if err := s.opts.Store.CreateClient(r.Context(), c, registrationLimits); err != nil {
 		if errors.Is(err, store.ErrClientLimit) {
-			return nil, oauthErr("temporarily_unavailable", "too many registered clients; try again later")
+			return nil, oauthErr(oauth2errors.ErrTemporarilyUnavailable, "too many registered clients; try again later")
 		}
 		s.log.ErrorContext(r.Context(), "register client", "err", err)
-		return nil, oauthErr("server_error", "registration failed")
+		return nil, oauthErr(oauth2errors.ErrServerError, "registration failed")
 	}
 	s.log.InfoContext(r.Context(), "oauth client registered", "client_ref", s.ref(c.ID), "auth_method", c.AuthMethod)
 	return &registrationResponse{
@@ -97,8 +100,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registration
 // bad redirect URI is invalid_redirect_uri, anything else
 // invalid_client_metadata (RFC 7591 §3.2.2).
 func (s *Server) validateRegistration(req *registrationRequest) *oauthError {
-	badRedirect := func(d string) *oauthError { return oauthErr("invalid_redirect_uri", d) }
-	badMetadata := func(d string) *oauthError { return oauthErr("invalid_client_metadata", d) }
+	badRedirect := func(d string) *oauthError { return oauthErr(errInvalidRedirectURI, d) }
+	badMetadata := func(d string) *oauthError { return oauthErr(errInvalidClientMetadata, d) }
 	if len(req.RedirectURIs) == 0 {
 		return badRedirect("redirect_uris is required")
 	}
@@ -118,18 +121,19 @@ func (s *Server) validateRegistration(req *registrationRequest) *oauthError {
 	default:
 		return badMetadata("token_endpoint_auth_method must be none, client_secret_post or client_secret_basic")
 	}
+	supported := grantTypes()
 	if len(req.GrantTypes) == 0 {
-		req.GrantTypes = []string{"authorization_code", "refresh_token"}
+		req.GrantTypes = supported
 	}
 	for _, g := range req.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
+		if !slices.Contains(supported, g) {
 			return badMetadata("grant_types may contain only authorization_code and refresh_token")
 		}
 	}
 	if len(req.ResponseTypes) == 0 {
-		req.ResponseTypes = []string{"code"}
+		req.ResponseTypes = []string{oauth2.Code.String()}
 	}
-	if !slices.Equal(req.ResponseTypes, []string{"code"}) {
+	if !slices.Equal(req.ResponseTypes, []string{oauth2.Code.String()}) {
 		return badMetadata("response_types must be [\"code\"]")
 	}
 	if len(req.Scope) > 1024 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	oauth2errors "github.com/go-oauth2/oauth2/v4/errors"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -31,21 +32,29 @@ func TestOAuthErrorShapes(t *testing.T) {
 		want  answer
 	}{
 		{"invalid_grant is 400", nil,
-			func(w http.ResponseWriter, q *http.Request) { writeError(w, q, oauthErr("invalid_grant", "no")) },
+			func(w http.ResponseWriter, q *http.Request) {
+				writeError(w, q, oauthErr(oauth2errors.ErrInvalidGrant, "no"))
+			},
 			answer{Status: 400, Body: `{"error":"invalid_grant","error_description":"no"}`, CacheControl: "no-store", Pragma: "no-cache", ContentType: "application/json"}},
 		{"invalid_client is 401 without a challenge after client_secret_post", nil,
-			func(w http.ResponseWriter, q *http.Request) { writeError(w, q, oauthErr("invalid_client", "no")) },
+			func(w http.ResponseWriter, q *http.Request) {
+				writeError(w, q, oauthErr(oauth2errors.ErrInvalidClient, "no"))
+			},
 			answer{Status: 401, Body: `{"error":"invalid_client","error_description":"no"}`, CacheControl: "no-store", Pragma: "no-cache", ContentType: "application/json"}},
 		{"invalid_client after HTTP Basic carries the challenge", basic,
-			func(w http.ResponseWriter, q *http.Request) { writeError(w, q, oauthErr("invalid_client", "no")) },
+			func(w http.ResponseWriter, q *http.Request) {
+				writeError(w, q, oauthErr(oauth2errors.ErrInvalidClient, "no"))
+			},
 			answer{Status: 401, Body: `{"error":"invalid_client","error_description":"no"}`, CacheControl: "no-store", Pragma: "no-cache",
 				ContentType: "application/json", WWWAuth: `Basic realm="devspace"`}},
 		{"server_error is 500", nil,
-			func(w http.ResponseWriter, q *http.Request) { writeError(w, q, oauthErr("server_error", "x")) },
+			func(w http.ResponseWriter, q *http.Request) {
+				writeError(w, q, oauthErr(oauth2errors.ErrServerError, "x"))
+			},
 			answer{Status: 500, Body: `{"error":"server_error","error_description":"x"}`, CacheControl: "no-store", Pragma: "no-cache", ContentType: "application/json"}},
 		{"temporarily_unavailable is 503, or as told", nil,
 			func(w http.ResponseWriter, q *http.Request) {
-				writeError(w, q, oauthErr("temporarily_unavailable", "x").withStatus(http.StatusTooManyRequests))
+				writeError(w, q, oauthErr(oauth2errors.ErrTemporarilyUnavailable, "x").withStatus(http.StatusTooManyRequests))
 			},
 			answer{Status: 429, Body: `{"error":"temporarily_unavailable","error_description":"x"}`, CacheControl: "no-store", Pragma: "no-cache", ContentType: "application/json"}},
 		{"body timeout is 408 and closes", nil,
@@ -54,19 +63,19 @@ func TestOAuthErrorShapes(t *testing.T) {
 				CacheControl: "no-store", Pragma: "no-cache", ContentType: "application/json", ConnectionClose: "close"}},
 		{"redirect", nil,
 			func(w http.ResponseWriter, q *http.Request) {
-				r.srv.authorizeError(w, q, req, oauthErr("invalid_scope", "scope x is not offered"))
+				r.srv.authorizeError(w, q, req, oauthErr(oauth2errors.ErrInvalidScope, "scope x is not offered"))
 			},
 			answer{Status: 302, CacheControl: "no-store", Location: rigRedirect + "?" + url.Values{"error": {"invalid_scope"},
 				"error_description": {"scope x is not offered"}, "state": {"st"}, "iss": {"https://devspace.example"}}.Encode()}},
 		{"page when there is no validated redirect", nil,
 			func(w http.ResponseWriter, q *http.Request) {
-				r.srv.authorizeError(w, q, nil, oauthErr("invalid_request", "The authorization request has no client_id."))
+				r.srv.authorizeError(w, q, nil, oauthErr(oauth2errors.ErrInvalidRequest, "The authorization request has no client_id."))
 			},
 			answer{Status: 400, Body: "The authorization request has no client_id.", CacheControl: "no-store", Pragma: "no-cache",
 				ContentType: "text/html; charset=utf-8"}},
 		{"page with its own status", nil,
 			func(w http.ResponseWriter, q *http.Request) {
-				r.srv.renderError(w, oauthErr("invalid_request", "This form was submitted from another site.").withStatus(http.StatusForbidden))
+				r.srv.renderError(w, oauthErr(oauth2errors.ErrInvalidRequest, "This form was submitted from another site.").withStatus(http.StatusForbidden))
 			},
 			answer{Status: 403, Body: "This form was submitted from another site.", CacheControl: "no-store", Pragma: "no-cache",
 				ContentType: "text/html; charset=utf-8"}},

@@ -11,8 +11,17 @@
 // client binding, PKCE (before anything can consume the code), single use,
 // expiry, redirect URI, grant and epoch, scope narrowing; the store makes
 // single use race-free. Exact redirect validation and RFC 6749 error
-// statuses are ours too. Handlers are plain net/http; gin stays in
-// httpserver.
+// statuses are ours too.
+//
+// go-oauth2/oauth2/v4 owns what it can own without a clock or a store: the
+// PKCE match of a verifier to its challenge (pkceMatches), the names of the
+// grant types, the response type and the challenge method, and the RFC 6749
+// error codes (oauthError). Its manage.Manager and server.Server are not
+// used: the manager reads time.Now itself and consumes a code before it
+// verifies PKCE (docs/decisions.md, "go-oauth2: what it owns, and why its
+// manager is not used").
+//
+// Handlers are plain net/http; gin stays in httpserver.
 package oauth
 
 import (

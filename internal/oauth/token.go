@@ -2,15 +2,15 @@ package oauth
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	oauth2 "github.com/go-oauth2/oauth2/v4"
+	oauth2errors "github.com/go-oauth2/oauth2/v4/errors"
 
 	"github.com/devspace-dev/devspace/internal/store"
 )
@@ -23,6 +23,12 @@ type tokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope"`
+}
+
+// grantTypes are the grant types Token serves, by go-oauth2's names: what
+// the metadata advertises and a registration may ask for.
+func grantTypes() []string {
+	return []string{oauth2.AuthorizationCode.String(), oauth2.Refreshing.String()}
 }
 
 // Token serves POST /oauth/token for authorization_code and refresh_token.
@@ -45,32 +51,32 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) (*tokenResponse, 
 		return nil, oerr
 	}
 	if res, ok := form["resource"]; ok && res[0] != s.opts.Resource {
-		return nil, oauthErr("invalid_target", "resource must be "+s.opts.Resource)
+		return nil, oauthErr(errInvalidTarget, "resource must be "+s.opts.Resource)
 	}
-	switch form.Get("grant_type") {
-	case "authorization_code":
+	switch oauth2.GrantType(form.Get("grant_type")) {
+	case oauth2.AuthorizationCode:
 		return s.exchangeCode(r, form, client)
-	case "refresh_token":
+	case oauth2.Refreshing:
 		return s.refresh(r, form, client)
 	case "":
-		return nil, oauthErr("invalid_request", "grant_type is required")
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, "grant_type is required")
 	}
-	return nil, oauthErr("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+	return nil, oauthErr(oauth2errors.ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
 }
 
 // readForm parses a bounded urlencoded body and rejects repeated
 // parameters (RFC 6749 §3.2).
 func readForm(w http.ResponseWriter, r *http.Request) (url.Values, *oauthError) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
-		return nil, oauthErr("invalid_request", "the body must be application/x-www-form-urlencoded")
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, "the body must be application/x-www-form-urlencoded")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
 	if err := r.ParseForm(); err != nil {
-		return nil, bodyError(err, oauthErr("invalid_request", "the body could not be parsed"))
+		return nil, bodyError(err, oauthErr(oauth2errors.ErrInvalidRequest, "the body could not be parsed"))
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			return nil, oauthErr("invalid_request", "parameter "+k+" is repeated")
+			return nil, oauthErr(oauth2errors.ErrInvalidRequest, "parameter "+k+" is repeated")
 		}
 	}
 	return r.PostForm, nil
@@ -83,36 +89,36 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*store.Cl
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if form.Has("client_secret") {
-			return nil, oauthErr("invalid_request", "use one client authentication method")
+			return nil, oauthErr(oauth2errors.ErrInvalidRequest, "use one client authentication method")
 		}
 		var err error
 		if id, err = url.QueryUnescape(id); err != nil {
-			return nil, oauthErr("invalid_client", "client authentication failed")
+			return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 		}
 		if secret, err = url.QueryUnescape(secret); err != nil {
-			return nil, oauthErr("invalid_client", "client authentication failed")
+			return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 		}
 		if fid := form.Get("client_id"); fid != "" && fid != id {
-			return nil, oauthErr("invalid_client", "client authentication failed")
+			return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 		}
 	} else {
 		id, secret = form.Get("client_id"), form.Get("client_secret")
 	}
 	if id == "" {
-		return nil, oauthErr("invalid_client", "client_id is required")
+		return nil, oauthErr(oauth2errors.ErrInvalidClient, "client_id is required")
 	}
 	c, err := s.opts.Store.Client(r.Context(), id)
 	if err != nil {
-		return nil, oauthErr("invalid_client", "client authentication failed")
+		return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 	}
 	if secret == "" {
 		if c.AuthMethod != "none" {
-			return nil, oauthErr("invalid_client", "client authentication failed")
+			return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 		}
 		return c, nil
 	}
 	if !secretMatches(secret, c.SecretHash) {
-		return nil, oauthErr("invalid_client", "client authentication failed")
+		return nil, oauthErr(oauth2errors.ErrInvalidClient, "client authentication failed")
 	}
 	return c, nil
 }
@@ -124,10 +130,10 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 	ctx := r.Context()
 	code, verifier := form.Get("code"), form.Get("code_verifier")
 	if code == "" {
-		return nil, oauthErr("invalid_request", "code is required")
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, "code is required")
 	}
 	if verifier == "" {
-		return nil, oauthErr("invalid_request", "code_verifier is required (PKCE S256)")
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, "code_verifier is required (PKCE S256)")
 	}
 	tg, oerr := s.readCredential(ctx, s.opts.Store.CodeGrant, code, "the authorization code is invalid")
 	if oerr != nil {
@@ -141,40 +147,40 @@ func (s *Server) exchangeCode(r *http.Request, form url.Values, client *store.Cl
 	// issued to, with its verifier, revokes the grant).
 	if row.ClientID != client.ID {
 		s.audit(ctx, "oauth_code_client_mismatch", row.GrantID, client.ID, nil)
-		return nil, oauthErr("invalid_grant", "the authorization code is invalid or expired")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the authorization code is invalid or expired")
 	}
 	if !pkceMatches(verifier, row.CodeChallengeMethod, row.CodeChallenge) {
 		s.audit(ctx, "oauth_code_verifier_mismatch", row.GrantID, client.ID, nil)
-		return nil, oauthErr("invalid_grant", "the code_verifier does not match the code_challenge")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the code_verifier does not match the code_challenge")
 	}
 	if row.CodeConsumedAt != nil {
 		s.codeReused(ctx, row)
-		return nil, oauthErr("invalid_grant", "the authorization code was already used")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the authorization code was already used")
 	}
 	if row.RevokedAt != nil || row.CodeExpiresAt == nil || !s.now().Before(*row.CodeExpiresAt) {
-		return nil, oauthErr("invalid_grant", "the authorization code is invalid or expired")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the authorization code is invalid or expired")
 	}
 	if redirect := form.Get("redirect_uri"); redirect != "" && redirect != row.RedirectURI {
-		return nil, oauthErr("invalid_grant", "redirect_uri does not match the authorization request")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "redirect_uri does not match the authorization request")
 	}
 	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
-		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the grant was revoked or expired")
 	}
 	if row.Resource != s.opts.Resource {
 		// Issued for another resource (the public URL changed): RFC 8707
 		// binds what it yields to that one.
-		return nil, oauthErr("invalid_grant", "the authorization code was issued for another resource")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the authorization code was issued for another resource")
 	}
 	pair, issued := s.newPair(row, row.Scope)
 	switch err := s.opts.Store.ExchangeCode(ctx, row.ID, pair); {
 	case errors.Is(err, store.ErrConsumed):
 		// A concurrent exchange of the same code won the race.
 		s.codeReused(ctx, row)
-		return nil, oauthErr("invalid_grant", "the authorization code was already used")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the authorization code was already used")
 	case err != nil:
 		return nil, s.tokenFailure(r, err)
 	}
-	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("authorization_code").Inc()
+	s.opts.Metrics.OAuthTokensIssued.WithLabelValues(oauth2.AuthorizationCode.String()).Inc()
 	return issued, nil
 }
 
@@ -185,24 +191,26 @@ func (s *Server) readCredential(ctx context.Context, read func(context.Context, 
 	presented, unknown string) (*store.TokenGrant, *oauthError) {
 	tg, err := read(ctx, hashSecret(presented))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, oauthErr("invalid_grant", unknown)
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, unknown)
 	}
 	if err != nil {
 		s.log.ErrorContext(ctx, "read credential", "err", err)
-		return nil, oauthErr("server_error", "the token could not be issued")
+		return nil, oauthErr(oauth2errors.ErrServerError, "the token could not be issued")
 	}
 	return tg, nil
 }
 
 // pkceMatches reports whether verifier is a well-formed RFC 7636 verifier
-// whose S256 transform equals challenge. Only S256 is ever issued.
+// (§4.1: 43 to 128 unreserved characters, which go-oauth2 does not check)
+// that matches challenge under method, as go-oauth2 verifies it. method is
+// the one stored with the code: validateAuthorizeRequest admits only S256,
+// so only S256 is ever stored, and an unknown method matches nothing.
+// go-oauth2 compares in variable time, which is safe here: the challenge
+// is not a secret (it travelled in the authorization URL), and what the
+// timing could reveal, how much of the verifier's S256 transform matches
+// it, does not bring a caller closer to a verifier (a SHA-256 preimage).
 func pkceMatches(verifier, method, challenge string) bool {
-	if method != codeChallengeS256 || !codeChallengeRE().MatchString(verifier) {
-		return false
-	}
-	sum := sha256.Sum256([]byte(verifier))
-	got := base64.RawURLEncoding.EncodeToString(sum[:])
-	return subtle.ConstantTimeCompare([]byte(got), []byte(challenge)) == 1
+	return codeChallengeRE().MatchString(verifier) && oauth2.CodeChallengeMethod(method).Validate(challenge, verifier)
 }
 
 // codeReused revokes what a replayed code produced: its whole grant.
@@ -219,7 +227,7 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 	ctx := r.Context()
 	rt := form.Get("refresh_token")
 	if rt == "" {
-		return nil, oauthErr("invalid_request", "refresh_token is required")
+		return nil, oauthErr(oauth2errors.ErrInvalidRequest, "refresh_token is required")
 	}
 	tg, oerr := s.readCredential(ctx, s.opts.Store.RefreshGrant, rt, "the refresh token is invalid")
 	if oerr != nil {
@@ -232,23 +240,23 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 			// A used token replayed by anyone else: the reuse detection of
 			// RFC 9700 holds, whatever the retry window.
 			s.refreshReplayed(ctx, row)
-			return nil, oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
+			return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token was already used; the grant is revoked")
 		}
-		return nil, oauthErr("invalid_grant", "the refresh token was not issued to this client")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token was not issued to this client")
 	}
 	if row.RefreshConsumedAt != nil {
 		return nil, s.refreshReused(ctx, row)
 	}
 	if row.RevokedAt != nil || (row.RefreshExpiresAt != nil && !s.now().Before(*row.RefreshExpiresAt)) {
-		return nil, oauthErr("invalid_grant", "the refresh token is expired or revoked")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token is expired or revoked")
 	}
 	if s.grantUsable(tg.Grant, tg.GlobalEpoch) != nil {
-		return nil, oauthErr("invalid_grant", "the grant was revoked or expired")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the grant was revoked or expired")
 	}
 	if row.Resource != s.opts.Resource {
 		// Issued for another resource (the public URL changed): its access
 		// token is refused there, and so is it.
-		return nil, oauthErr("invalid_grant", "the refresh token was issued for another resource")
+		return nil, oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token was issued for another resource")
 	}
 	// A refresh may narrow scope, never widen it; no scope keeps the
 	// token's.
@@ -257,7 +265,7 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 		have := parseScopes(row.Scope)
 		for _, sc := range requested {
 			if !slices.Contains(have, sc) {
-				return nil, oauthErr("invalid_scope", "a refresh cannot add scope "+sc)
+				return nil, oauthErr(oauth2errors.ErrInvalidScope, "a refresh cannot add scope "+sc)
 			}
 		}
 		scope = strings.Join(requested, " ")
@@ -274,7 +282,7 @@ func (s *Server) refresh(r *http.Request, form url.Values, client *store.Client)
 	case err != nil:
 		return nil, s.tokenFailure(r, err)
 	}
-	s.opts.Metrics.OAuthTokensIssued.WithLabelValues("refresh_token").Inc()
+	s.opts.Metrics.OAuthTokensIssued.WithLabelValues(oauth2.Refreshing.String()).Inc()
 	return issued, nil
 }
 
@@ -295,11 +303,11 @@ func (s *Server) refreshReused(ctx context.Context, row *store.Token) *oauthErro
 	if s.now().Sub(*row.RefreshConsumedAt) < RefreshRetryWindow {
 		if used, err := s.opts.Store.SuccessorUsed(ctx, row.ID); err == nil && !used {
 			s.audit(ctx, "oauth_refresh_retry", row.GrantID, row.ClientID, nil)
-			return oauthErr("invalid_grant", "the refresh token was used moments ago; use the tokens that refresh returned")
+			return oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token was used moments ago; use the tokens that refresh returned")
 		}
 	}
 	s.refreshReplayed(ctx, row)
-	return oauthErr("invalid_grant", "the refresh token was already used; the grant is revoked")
+	return oauthErr(oauth2errors.ErrInvalidGrant, "the refresh token was already used; the grant is revoked")
 }
 
 // refreshReplayed revokes the grant a consumed refresh token belongs to,
@@ -314,7 +322,7 @@ func (s *Server) refreshReplayed(ctx context.Context, row *store.Token) {
 // race for the credential it consumes): logged, server_error.
 func (s *Server) tokenFailure(r *http.Request, err error) *oauthError {
 	s.log.ErrorContext(r.Context(), "token endpoint", "err", err)
-	return oauthErr("server_error", "the token could not be issued")
+	return oauthErr(oauth2errors.ErrServerError, "the token could not be issued")
 }
 
 // Revoke implements RFC 7009 for the calling client's own tokens: an access
@@ -340,14 +348,14 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) *oauthError {
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		return oauthErr("invalid_request", "token is required")
+		return oauthErr(oauth2errors.ErrInvalidRequest, "token is required")
 	}
 	ctx := r.Context()
 	h := hashSecret(tok)
 	if row, err := s.opts.Store.TokenByAccessHash(ctx, h); err == nil && row.ClientID == client.ID {
 		if _, err := s.opts.Store.RevokeAccessToken(ctx, client.ID, h); err != nil {
 			s.log.ErrorContext(ctx, "revoke access token", "err", err)
-			return oauthErr("server_error", "revocation failed")
+			return oauthErr(oauth2errors.ErrServerError, "revocation failed")
 		}
 	} else if row, err := s.opts.Store.TokenByRefreshHash(ctx, h); err == nil && row.ClientID == client.ID {
 		s.revokeGrants(ctx, []string{row.GrantID}, "client_revoked")
