@@ -15,39 +15,40 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/rootlock"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
-// Errors owned by this package; the MCP edge maps each to a stable code.
+// Errors owned by this package; each says its code (docs/errors.md),
+// which the edge looks up.
 var (
 	// ErrNotFound: the caller's execution has no command with that ref
 	// (another execution's, session's or grant's ref gets the same answer).
-	ErrNotFound = errors.New("no such command")
+	ErrNotFound = fault.New("process_not_found", "no such command")
 	// ErrOutputGone: the command's retained output was retired (expired,
 	// its execution closed, the spool cap) between the lookup and the read.
-	ErrOutputGone = errors.New("command output no longer retained")
+	ErrOutputGone = fault.New("process_not_found", "command output no longer retained")
 	// ErrCursorMismatch: the cursor belongs to another command or mode.
-	ErrCursorMismatch = errors.New("cursor belongs to another command or mode")
+	ErrCursorMismatch = fault.New("cursor_invalid", "cursor belongs to another command or mode")
 	// ErrWorkingDirMissing: the working directory does not exist.
-	ErrWorkingDirMissing = errors.New("working directory does not exist")
+	ErrWorkingDirMissing = fault.New("working_directory_invalid", "working directory does not exist")
 	// ErrWorkingDirNotDir: the working directory is not a directory.
-	ErrWorkingDirNotDir = errors.New("working directory is not a directory")
+	ErrWorkingDirNotDir = fault.New("working_directory_invalid", "working directory is not a directory")
 	// ErrGrantShare: the caller's grant already runs its share of the
 	// command slots (MaxPerGrantPerProject, MaxPerGrant); its own
 	// commands must end first.
-	ErrGrantShare = errors.New("the grant's share of command slots is in use")
+	ErrGrantShare = fault.New("process_limit", "the grant's share of command slots is in use")
 	// ErrSlotsBusy: the slots are taken by several grants' commands
 	// (MaxPerProject, or the server's); a retry later may start.
-	ErrSlotsBusy = errors.New("command slots busy")
+	ErrSlotsBusy = fault.New("process_slots_busy", "command slots busy")
 )
 
 // Limits of the process tools (docs/design.md §9).

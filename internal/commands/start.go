@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -20,8 +21,9 @@ import (
 	"github.com/devspace-dev/devspace/internal/secret"
 )
 
-// ErrProjectUnavailable: the Project root cannot be opened right now.
-var ErrProjectUnavailable = errors.New("project unavailable")
+// ErrProjectUnavailable: the Project root cannot be opened right now
+// (project_unavailable).
+var ErrProjectUnavailable = fault.New("project_unavailable", "project unavailable")
 
 // Sandbox values of a command: SandboxReadOnly may read the Project,
 // SandboxWorkspaceWrite may also write it; View.Sandbox is
@@ -121,24 +123,25 @@ const reasonClosedWhileStarting = "execution_closed"
 // process.ErrSandboxUnavailable, process.ErrClosed from the manager;
 // operation errors; a *secret.Error when the command holds a literal
 // credential (nothing is recorded then). Errors of a command that did not
-// start wrap idempotency.ErrNotStarted.
+// start wrap idempotency.ErrNotStarted; those of one that ran, however
+// briefly, wrap idempotency.ErrOutcomeUnknown (Do adds it).
 func (s *Service) Start(ctx context.Context, h executions.Handle, req StartRequest) (View, error) {
 	if err := req.Command.checkSecrets(); err != nil {
-		return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		return View{}, idempotency.NotStarted(err)
 	}
 	proj := h.Project() // Path is a managed worktree's, Source its repository
 	dir, err := workingDir(proj, req.Command.WorkingDirectory)
 	if err != nil {
-		return View{}, err
+		return View{}, idempotency.NotStarted(err)
 	}
 	hash, err := idempotency.HashRequest(req.Command)
 	if err != nil {
-		return View{}, err
+		return View{}, idempotency.NotStarted(err)
 	}
 	// Before the operation's record, which the low disk may refuse too.
 	if s.opts.Disk != nil {
 		if err := s.opts.Disk.CheckCommand(proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
-			return View{}, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return View{}, idempotency.NotStarted(err)
 		}
 	}
 	o := ownerOf(h)
@@ -185,12 +188,13 @@ func (s *Service) Start(ctx context.Context, h executions.Handle, req StartReque
 }
 
 // start is the effect of Start: the command started, recorded and in the
-// table. Its errors wrap idempotency.ErrNotStarted unless the command ran.
+// table. Its errors wrap idempotency.ErrNotStarted unless the command ran
+// (then Do marks its operation unknown and says so).
 func (s *Service) start(ctx context.Context, h executions.Handle, req StartRequest, dir string) (*entry, error) {
 	proj, cmd, o := h.Project(), req.Command, ownerOf(h)
 	release, err := s.table.reserve(o.GrantID, proj.Ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		return nil, idempotency.NotStarted(err)
 	}
 	defer release()
 	// A command that cannot write the Project holds no patch back.
@@ -200,11 +204,11 @@ func (s *Service) start(ctx context.Context, h executions.Handle, req StartReque
 	}
 	lease, err := s.opts.Locks.Acquire(ctx, proj.Path, leaseMode, lockWait)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		return nil, idempotency.NotStarted(err)
 	}
 	if err := h.Err(); err != nil {
 		lease.Release()
-		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		return nil, idempotency.NotStarted(err)
 	}
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
@@ -224,7 +228,7 @@ func (s *Service) start(ctx context.Context, h executions.Handle, req StartReque
 	p, err := s.opts.Processes.Start(ctx, o.ExecutionID, spec)
 	if err != nil {
 		lease.Release()
-		return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+		return nil, idempotency.NotStarted(err)
 	}
 	mode := "direct"
 	if cmd.Shell {

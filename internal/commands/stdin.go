@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -29,22 +28,22 @@ type Input struct {
 // program a moment to react and reports its state with the last 4000
 // bytes of output.
 //
-// Errors: ErrNotFound; process.ErrNotRunning when the command ended;
+// Errors, wrapping idempotency.ErrNotStarted: ErrNotFound;
+// process.ErrNotRunning when the command ended;
 // process.ErrRevisionConflict, process.ErrStdinClosed,
-// process.ErrStdinFull from the process (wrapping
-// idempotency.ErrNotStarted); operation errors.
+// process.ErrStdinFull from the process; and operation errors.
 func (s *Service) WriteStdin(ctx context.Context, h executions.Handle, in Input) (View, error) {
 	o := ownerOf(h)
 	e, err := s.find(ctx, o, in.ProcessRef, false)
 	if err != nil {
-		return View{}, err
+		return View{}, idempotency.NotStarted(err)
 	}
 	if e.p == nil {
-		return View{}, process.ErrNotRunning
+		return View{}, idempotency.NotStarted(process.ErrNotRunning)
 	}
 	hash, err := idempotency.HashRequest(in)
 	if err != nil {
-		return View{}, err
+		return View{}, idempotency.NotStarted(err)
 	}
 	key := idempotency.Key{GrantID: o.GrantID, ExecutionID: e.execID, Tool: "write_stdin", OperationID: in.OperationID}
 	before := e.p.State().Revision
@@ -67,7 +66,7 @@ func (s *Service) WriteStdin(ctx context.Context, h executions.Handle, in Input)
 			err = e.p.WriteStdin([]byte(in.Chars), in.ExpectedRevision)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return nil, idempotency.NotStarted(err)
 		}
 		return []byte("{}"), nil
 	})

@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/fault"
 )
 
 // Prefix starts every cursor of this format version. A later format gets a
@@ -50,35 +52,35 @@ const MinKeyLen = 32
 // MAC over the whole payload.
 const digestLen = 16
 
-// Errors returned by Encode and Decode. The cursor package owns them; the MCP
-// edge maps them to stable tool error codes (cursor_invalid, cursor_expired,
-// cursor_foreign, …). Decode returns them wrapped with a short detail meant
-// for logs; test them with errors.Is. None of them ever carries the cursor,
-// a key or a bound ID.
+// Errors returned by Encode and Decode. The cursor package owns them, each
+// with its tool error code (cursor_invalid, cursor_expired, cursor_foreign,
+// …). Decode returns them wrapped with a short detail, which the client is
+// shown with cursor_invalid; test them with errors.Is. None of them ever
+// carries the cursor, a key or a bound ID.
 var (
 	// ErrMalformed: not a cursor of this format: oversized, wrong prefix,
 	// wrong number of segments, bad base64url, or a payload that is not the
 	// exact JSON this package writes.
-	ErrMalformed = errors.New("malformed cursor")
+	ErrMalformed = fault.New("cursor_invalid", "malformed cursor")
 	// ErrTampered: well-formed, but the MAC does not match: the cursor was
 	// altered or signed with another key (for example before a key rotation).
-	ErrTampered = errors.New("cursor signature mismatch")
+	ErrTampered = fault.New("cursor_invalid", "cursor signature mismatch")
 	// ErrExpired: authentic, but older than its TTL.
-	ErrExpired = errors.New("cursor expired")
+	ErrExpired = fault.New("cursor_expired", "cursor expired")
 	// ErrForeignGrant: authentic, but issued to another grant.
-	ErrForeignGrant = errors.New("cursor belongs to another grant")
+	ErrForeignGrant = fault.New("cursor_foreign", "cursor belongs to another grant")
 	// ErrStaleEpoch: authentic and for this grant, but issued under another
 	// authorization epoch.
-	ErrStaleEpoch = errors.New("cursor authorization epoch is stale")
+	ErrStaleEpoch = fault.New("cursor_expired", "cursor authorization epoch is stale")
 	// ErrForeignExecution: authentic, but issued for another execution.
-	ErrForeignExecution = errors.New("cursor belongs to another execution")
+	ErrForeignExecution = fault.New("cursor_foreign", "cursor belongs to another execution")
 	// ErrForeignSession: authentic, but issued to another session.
-	ErrForeignSession = errors.New("cursor belongs to another session")
+	ErrForeignSession = fault.New("cursor_foreign", "cursor belongs to another session")
 	// ErrWrongKind: authentic and bound to the caller, but issued by another
 	// tool or listing (for example an output cursor given to show_changes).
-	ErrWrongKind = errors.New("cursor is for another kind of listing")
+	ErrWrongKind = fault.New("cursor_wrong_kind", "cursor is for another kind of listing")
 	// ErrTooLong is returned by Encode when the cursor would exceed MaxLen.
-	ErrTooLong = errors.New("cursor too long")
+	ErrTooLong = fault.New("cursor_invalid", "cursor too long")
 )
 
 // Binding identifies who a cursor was issued to. Every field must match

@@ -27,12 +27,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/process"
 )
 
 // ErrDiskLow is returned by Check for a path whose filesystem has less
-// free space than a quarter of the reserve.
-var ErrDiskLow = errors.New("disk space low")
+// free space than a quarter of the reserve (disk_low).
+var ErrDiskLow = fault.New("disk_low", "disk space low")
 
 // Commands is the process manager's side.
 type Commands interface {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/undo"
@@ -52,25 +53,25 @@ type Applied struct {
 func (s *Service) Apply(ctx context.Context, h executions.Handle, req ApplyRequest) (*Applied, error) {
 	p, err := patch.Parse(req.Patch)
 	if err != nil {
-		return nil, err
+		return nil, idempotency.NotStarted(err)
 	}
 	paths := p.Paths()
 	pre, err := req.IfMatch.preconditions(paths)
 	if err != nil {
-		return nil, err
+		return nil, idempotency.NotStarted(err)
 	}
 	request := map[string]any{"patch": req.Patch, "ifMatch": req.IfMatch, "allowSensitive": req.AllowSensitive}
 	out, replayed, err := once(ctx, s, h, applyTool, req.OperationID, request, func(ctx context.Context, w *workspace) (*Applied, error) {
 		// Nested instructions the model has not seen yet come first.
 		delta, err := s.opts.Instructions.InstructionsDelta(ctx, w.exec, w.Root, paths)
 		if err != nil {
-			return nil, notStarted(err)
+			return nil, idempotency.NotStarted(err)
 		}
 		if len(delta) > 0 {
-			return nil, notStarted(&InstructionsRequiredError{Delta: delta})
+			return nil, idempotency.NotStarted(&InstructionsRequiredError{Delta: delta})
 		}
 		if err := s.opts.Journal.JournalRoom(ctx, w.exec.ID, int64(len(req.Patch)), s.opts.JournalLimits); err != nil {
-			return nil, notStarted(err)
+			return nil, idempotency.NotStarted(err)
 		}
 		res, err := patch.Apply(ctx, w.Root, p, pre, patch.Options{AllowSensitive: req.AllowSensitive, Intents: s.opts.Intents})
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/patch"
@@ -43,14 +44,16 @@ const DefaultLockTimeout = rootlock.DefaultWait
 // DefaultJournalLimits bound one execution's patch journal.
 var DefaultJournalLimits = store.JournalLimits{MaxEntries: 1000, MaxBytes: 64 << 20}
 
-// Errors this package owns. Callers test them with errors.Is.
+// Errors this package owns, each with its code (ErrUndoDisabled is a bug
+// of the caller's wiring: internal_error). Callers test them with
+// errors.Is.
 var (
 	// ErrIfMatchAmbiguous: a single ifMatch value (not an object keyed by
 	// path) for a patch that touches more than one path.
-	ErrIfMatchAmbiguous = errors.New("a single ifMatch value needs a one-path patch")
+	ErrIfMatchAmbiguous = fault.New("if_match_ambiguous", "a single ifMatch value needs a one-path patch")
 	// ErrInvalidIfMatch: an ifMatch value is not a version object, a
-	// contentHash string or null.
-	ErrInvalidIfMatch = errors.New("invalid ifMatch value")
+	// contentHash string or null. Its text is what the client is told.
+	ErrInvalidIfMatch = fault.New("invalid_tool_input", "each ifMatch value must be a version, a contentHash string or null")
 	// ErrUndoDisabled: Undo was called on a Service without snapshots.
 	ErrUndoDisabled = errors.New("undo snapshots are disabled")
 )
@@ -64,6 +67,15 @@ type InstructionsRequiredError struct {
 
 func (e *InstructionsRequiredError) Error() string {
 	return fmt.Sprintf("%d nested instruction file(s) not yet read", len(e.Delta))
+}
+
+// Code is instructions_required.
+func (e *InstructionsRequiredError) Code() string { return "instructions_required" }
+
+// Details are the instruction files, now delivered, for the client to
+// read: details.instructionsDelta.
+func (e *InstructionsRequiredError) Details() map[string]any {
+	return map[string]any{"instructionsDelta": e.Delta}
 }
 
 // Operations runs an effect at most once per key (idempotency.Service).
@@ -205,17 +217,17 @@ func once[T any](ctx context.Context, s *Service, h executions.Handle, tool, ope
 	effect func(ctx context.Context, w *workspace) (*T, error)) (_ *T, replayed bool, _ error) {
 	if s.opts.Disk != nil {
 		if err := s.opts.Disk.CheckPatch(h.Project().Path); err != nil {
-			return nil, false, err
+			return nil, false, idempotency.NotStarted(err)
 		}
 	}
 	w, err := s.open(ctx, h)
 	if err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	defer w.close()
 	hash, err := idempotency.HashRequest(request)
 	if err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	key := idempotency.Key{GrantID: h.Caller().GrantID, ExecutionID: h.ID(), Tool: tool, OperationID: operationID}
 	var fresh *T
@@ -254,10 +266,6 @@ func (s *Service) record(ctx context.Context, executionID, kind string, res *pat
 	s.opts.Checkpoints.Checkpoint(ctx, executionID, kind, map[string]any{"files": touched})
 }
 
-// notStarted marks err as failing before any change (idempotency.ErrNotStarted):
-// the operation's reservation is released so a retry may run.
-func notStarted(err error) error { return fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err) }
-
 // writeFailed marks a failure of patch.Apply or patch.Restore: one whose
 // rollback was incomplete has unknown effects and is never re-run; any
 // other changed nothing.
@@ -265,5 +273,5 @@ func writeFailed(err error) error {
 	if errors.Is(err, patch.ErrRollbackIncomplete) {
 		return err
 	}
-	return notStarted(err)
+	return idempotency.NotStarted(err)
 }

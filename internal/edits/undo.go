@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
@@ -46,7 +47,7 @@ type Undone struct {
 // executions.ErrProjectUnavailable, and those of idempotency.Service.Do.
 func (s *Service) Undo(ctx context.Context, h executions.Handle, req UndoRequest) (*Undone, error) {
 	if s.opts.Snapshots == nil {
-		return nil, ErrUndoDisabled
+		return nil, idempotency.NotStarted(ErrUndoDisabled)
 	}
 	out, replayed, err := once(ctx, s, h, undoTool, req.OperationID, req, func(ctx context.Context, w *workspace) (*Undone, error) {
 		var snap *undo.Snapshot
@@ -57,11 +58,11 @@ func (s *Service) Undo(ctx context.Context, h executions.Handle, req UndoRequest
 			snap, err = s.opts.Snapshots.Next(w.exec.ID, req.Redo)
 		}
 		if err != nil {
-			return nil, notStarted(err)
+			return nil, idempotency.NotStarted(err)
 		}
 		states, dirs, err := undo.Plan(snap, req.Redo)
 		if err != nil {
-			return nil, notStarted(err)
+			return nil, idempotency.NotStarted(err)
 		}
 		res, err := patch.Restore(ctx, w.Root, states, dirs, patch.Options{Intents: s.opts.Intents})
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 	"slices"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
+	"github.com/devspace-dev/devspace/internal/fault"
+	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/instructions"
@@ -24,31 +26,32 @@ import (
 	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
-// Errors owned by this package; the MCP edge maps each to a stable code.
+// Errors owned by this package; each says its code (docs/errors.md),
+// which the edge looks up.
 var (
 	// ErrExecutionRequired: no binding, or the bound execution is stale.
-	ErrExecutionRequired = errors.New("project execution required")
+	ErrExecutionRequired = fault.New("project_execution_required", "project execution required")
 	// ErrProjectNotAuthorized: the projectRef is unknown or not approved for
 	// the grant (the two are indistinguishable on purpose).
-	ErrProjectNotAuthorized = errors.New("project not authorized")
+	ErrProjectNotAuthorized = fault.New("project_not_authorized", "project not authorized")
 	// ErrProjectRefRequired: open without projectRef when the grant has
 	// several Projects.
-	ErrProjectRefRequired = errors.New("projectRef required")
+	ErrProjectRefRequired = fault.New("project_ref_required", "projectRef required")
 	// ErrInstructionsRequired: root instruction pages remain undelivered.
-	ErrInstructionsRequired = errors.New("root instructions required")
+	ErrInstructionsRequired = fault.New("root_instructions_required", "root instructions required")
 	// ErrProjectUnavailable: the root cannot be read right now.
-	ErrProjectUnavailable = errors.New("project unavailable")
+	ErrProjectUnavailable = fault.New("project_unavailable", "project unavailable")
 	// ErrTaskNotFound: resume of a saved Task that does not exist.
-	ErrTaskNotFound = errors.New("task not found")
+	ErrTaskNotFound = fault.New("project_task_not_found", "task not found")
 	// ErrWriteScopeRequired: a worktree open by a grant without project:write.
-	ErrWriteScopeRequired = errors.New("project:write required")
+	ErrWriteScopeRequired = fault.New("project_write_scope_required", "project:write required")
 	// ErrWorktreeUnavailable: the Project cannot host managed worktrees
 	// (not exactly a git top level, no commits, unsafe filters) or they
 	// are not configured.
-	ErrWorktreeUnavailable = errors.New("worktree unavailable")
+	ErrWorktreeUnavailable = fault.New("project_worktree_unavailable", "worktree unavailable")
 	// ErrWorktreeDirty: closing a worktree Thread whose worktree has
 	// uncommitted changes.
-	ErrWorktreeDirty = errors.New("worktree dirty")
+	ErrWorktreeDirty = fault.New("project_worktree_dirty", "worktree dirty")
 )
 
 // Caller is who makes a call: the verified grant plus the host identity.
@@ -183,28 +186,28 @@ type storedOpen struct {
 func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID string, worktreeMode bool) (*Opened, bool, error) {
 	root, err := s.pickProject(c, projectRef)
 	if err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	if worktreeMode {
 		if !slices.Contains(c.Scopes, "project:write") {
-			return nil, false, ErrWriteScopeRequired
+			return nil, false, idempotency.NotStarted(ErrWriteScopeRequired)
 		}
 		if s.opts.Worktrees == nil {
-			return nil, false, ErrWorktreeUnavailable
+			return nil, false, idempotency.NotStarted(ErrWorktreeUnavailable)
 		}
 		if err := s.opts.Worktrees.Eligible(ctx, root.Path); err != nil {
-			return nil, false, fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
+			return nil, false, idempotency.NotStarted(worktreeUnavailable(err))
 		}
 	}
 	hash, err := idempotency.HashRequest(map[string]any{"projectRef": projectRef, "session": c.SessionRef, "actor": c.ActorRef, "worktree": worktreeMode})
 	if err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	key := idempotency.Key{GrantID: c.GrantID, Tool: "project_control.open", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		res, err := s.createExecution(ctx, c, root, worktreeMode)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return nil, idempotency.NotStarted(err)
 		}
 		return json.Marshal(res)
 	})
@@ -223,6 +226,17 @@ func (s *Service) Open(ctx context.Context, c Caller, projectRef, operationID st
 	}
 	st.Opened.executionID = st.ExecutionID
 	return &st.Opened, replayed, nil
+}
+
+// worktreeUnavailable is err, why the Project cannot host a managed
+// worktree, as ErrWorktreeUnavailable; a repository whose metadata is
+// unsafe keeps its own code (repository_unsafe), which tells the client
+// more.
+func worktreeUnavailable(err error) error {
+	if errors.Is(err, gitrepo.ErrRepositoryUnsafe) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
 }
 
 func (s *Service) pickProject(c Caller, ref string) (project.Root, error) {
@@ -251,7 +265,7 @@ func (s *Service) createExecution(ctx context.Context, c Caller, root project.Ro
 		// The worktree is keyed by the execution, so an identical retry of
 		// the open (replayed by its operationId) never makes a second one.
 		if wt, err = s.opts.Worktrees.Create(ctx, root.Path, id); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrWorktreeUnavailable, err)
+			return nil, worktreeUnavailable(err)
 		}
 		root.Path = wt.Path
 	}

@@ -39,24 +39,24 @@ type storedResume struct {
 func (s *Service) Resume(ctx context.Context, c Caller, taskRef, operationID string) (*Opened, *Checkpoint, bool, error) {
 	t, err := s.opts.Store.Task(ctx, taskRef)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && t.Status != store.TaskResumable) {
-		return nil, nil, false, ErrTaskNotFound
+		return nil, nil, false, idempotency.NotStarted(ErrTaskNotFound)
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, idempotency.NotStarted(err)
 	}
 	root, ok := s.opts.Catalog.Lookup(t.ProjectRef)
 	if !ok || !slices.Contains(c.ProjectIDs, t.ProjectRef) {
-		return nil, nil, false, ErrProjectNotAuthorized
+		return nil, nil, false, idempotency.NotStarted(ErrProjectNotAuthorized)
 	}
 	hash, err := idempotency.HashRequest(map[string]any{"taskRef": taskRef, "session": c.SessionRef, "actor": c.ActorRef})
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, idempotency.NotStarted(err)
 	}
 	key := idempotency.Key{GrantID: c.GrantID, Tool: "project_control.resume", OperationID: operationID}
 	raw, replayed, err := s.opts.Operations.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		opened, err := s.createExecution(ctx, c, root, false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return nil, idempotency.NotStarted(err)
 		}
 		active, err := s.opts.Store.ActivateTask(ctx, taskRef, opened.ExecutionID)
 		if err != nil {
@@ -70,7 +70,9 @@ func (s *Service) Resume(ctx context.Context, c Caller, taskRef, operationID str
 		}})
 	})
 	if errors.Is(err, store.ErrTaskNotActive) {
-		return nil, nil, false, ErrTaskNotFound
+		// Resumed elsewhere after the execution was made: the answer is
+		// the Task's, the phase (outcome unknown) the operation's.
+		return nil, nil, false, fmt.Errorf("%w: %w", ErrTaskNotFound, err)
 	}
 	if err != nil {
 		return nil, nil, false, err

@@ -6,20 +6,21 @@ import (
 	"errors"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/worktree"
 )
 
-// Thread errors owned by this package.
+// Thread errors owned by this package; each says its code.
 var (
 	// ErrThreadNotFound: no such Thread for this grant and Actor (another
 	// grant's or Actor's Thread gets exactly the same answer).
-	ErrThreadNotFound = errors.New("thread not found")
+	ErrThreadNotFound = fault.New("project_thread_not_found", "thread not found")
 	// ErrThreadRevision: ifMatch does not match the Thread's revision.
-	ErrThreadRevision = errors.New("thread revision conflict")
+	ErrThreadRevision = fault.New("thread_revision_conflict", "thread revision conflict")
 	// ErrProcessesRunning: close refused while the execution's commands run.
-	ErrProcessesRunning = errors.New("processes running")
+	ErrProcessesRunning = fault.New("project_busy", "processes running")
 )
 
 // MaxActivityWait bounds activity long polls.

@@ -101,32 +101,31 @@ import (
 	"errors"
 	"os/exec"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/sandbox"
 )
 
-// Errors of this package, which owns them: the MCP edge maps
-// ErrRepositoryUnsafe to repository_unsafe, ErrNotRepository and
-// ErrNotTopLevel to repository_review_unavailable, ErrUnsafeFilters to a
-// safety error and ErrGit to an internal one. They come wrapped with
-// lowercase context meant for logs (it may contain Git's first stderr
-// line, which can name host paths, so never show it to a client); test
-// them with errors.Is.
+// Errors of this package, which owns them, each with its code (ErrGit
+// none: an internal error). They come wrapped with lowercase context meant
+// for logs (it may contain Git's first stderr line, which can name host
+// paths, so never show it to a client: their codes' guidance quotes
+// nothing); test them with errors.Is.
 var (
 	// ErrNotRepository: the root is not inside any Git work tree.
-	ErrNotRepository = errors.New("not a git repository")
+	ErrNotRepository = fault.New("repository_review_unavailable", "not a git repository")
 	// ErrNotTopLevel: the root is inside a Git repository but is not its
 	// work tree's top level (a subdirectory, or a directory inside .git).
-	ErrNotTopLevel = errors.New("project root is not the git top level")
+	ErrNotTopLevel = fault.New("repository_review_unavailable", "project root is not the git top level")
 	// ErrUnsafeFilters: the repository configures executable clean, smudge or
 	// process filters, textconv or external diff drivers, or merge drivers,
 	// which Git could run while diffing; nothing was diffed.
-	ErrUnsafeFilters = errors.New("repository configures executable git filters or diff drivers")
+	ErrUnsafeFilters = fault.New("repository_review_unsafe", "repository configures executable git filters or diff drivers")
 	// ErrRepositoryUnsafe: the repository's metadata points outside the
 	// locations allowed for it, its configuration includes a file under a
 	// condition (includeIf), or a work tree .gitignore or .gitattributes
 	// Git would open is a special file (a FIFO would block it); Git was not
 	// run, or not past the checks.
-	ErrRepositoryUnsafe = errors.New("repository metadata points outside the project")
+	ErrRepositoryUnsafe = fault.New("repository_unsafe", "repository metadata points outside the project")
 	// ErrGit: Git could not be started, failed, or printed something this
 	// package could not parse.
 	ErrGit = errors.New("git failed")

@@ -1,22 +1,22 @@
 package idempotency
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
 // MaxIDBytes bounds an operationId in bytes (not runes).
 const MaxIDBytes = store.MaxOperationIDBytes
 
-// ErrInvalidID is wrapped by every operationId validation failure. The
-// wrapping error's text after the sentinel ("invalid operationId: …") is a
-// client-safe reason and never echoes the ID. The MCP edge maps it to
-// invalid_tool_input.
-var ErrInvalidID = errors.New("invalid operationId")
+// ErrInvalidID is wrapped by every operationId validation failure
+// (invalid_tool_input). The wrapping error's text ("invalid operationId:
+// …") is a client-safe reason, which the edge shows, and never echoes the
+// ID.
+var ErrInvalidID = fault.New("invalid_tool_input", "invalid operationId")
 
 func invalid(reason string) error { return fmt.Errorf("%w: %s", ErrInvalidID, reason) }
 

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/store"
 )
 
@@ -32,30 +33,39 @@ const DefaultTTL = 24 * time.Hour
 // MaxResultBytes bounds a stored result (docs/design.md §9: 2 MiB).
 const MaxResultBytes = store.MaxOperationResultBytes
 
-// Errors of Do. The operation package owns them; the MCP edge maps them to
-// the tool error envelope (docs/design.md §8).
+// Errors of Do. This package owns them; each says its code (and the two
+// phase sentinels their phase: package fault), which the edge looks up
+// once (docs/design.md §8).
 var (
 	// ErrConflict: the operationId was already used under this key with a
 	// different request (operation_id_conflict, category conflict).
-	ErrConflict = errors.New("operationId already used with a different request")
-	// ErrOutcomeUnknown: an earlier attempt under this key may or may not
-	// have taken effect — it failed part way, its result could not be
-	// recorded, or the server stopped while it ran. It is never re-run
+	ErrConflict = fault.New("operation_id_conflict", "operationId already used with a different request")
+	// ErrOutcomeUnknown: an attempt under this key may or may not have
+	// taken effect — it failed part way, its result could not be
+	// recorded, or the server stopped while it ran — and the record says
+	// so. It is never re-run: the retry gets ErrOutcomeUnknown
 	// (operation_outcome_unknown, phase outcome_unknown); the client must
 	// inspect the Project and retry with a new operationId.
-	ErrOutcomeUnknown = errors.New("operation outcome unknown")
+	ErrOutcomeUnknown = fault.New("operation_outcome_unknown", "operation outcome unknown").In(fault.OutcomeUnknown)
 	// ErrNotStarted is returned (wrapped) by an effect function that failed
 	// before changing anything: Do then releases the reservation so a retry
-	// may run again, and returns the function's error unchanged
-	// (phase not_started). Tools wrap their pre-effect failures — validation,
-	// version conflicts, spawn failures — with it.
-	ErrNotStarted = errors.New("operation not started")
+	// may run again, and returns the function's error unchanged (phase
+	// not_started). Services wrap every failure before their effect began
+	// with it — validation, version conflicts, spawn failures — and those
+	// before they called Do too. It says no code: the error it wraps does.
+	ErrNotStarted = fault.Mark(fault.NotStarted, "operation not started")
 	// ErrResultTooLarge: the effect ran but its result exceeds
 	// MaxResultBytes and cannot be stored for replay. The record is marked
 	// unknown (a retry gets ErrOutcomeUnknown); the edge reports an internal
 	// error with phase committed.
 	ErrResultTooLarge = errors.New("operation result too large to store")
 )
+
+// NotStarted wraps err, a failure before an operation's effect began,
+// with ErrNotStarted: inside Do the reservation is then released, and
+// either way the error says phase not_started. Services call it for every
+// such failure, before Do or inside their effect.
+func NotStarted(err error) error { return fmt.Errorf("%w: %w", ErrNotStarted, err) }
 
 // HashRequest returns "sha256:" and the hex SHA-256 of the JSON encoding of
 // v. encoding/json writes struct fields in declaration order and map keys

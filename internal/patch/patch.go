@@ -36,9 +36,10 @@ package patch
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/devspace-dev/devspace/internal/fault"
 )
 
 // Limits (docs/design.md §9). They are checked before anything proportional to a
@@ -60,36 +61,39 @@ const (
 	maxMatchWork = 1 << 26
 )
 
-// Sentinel errors. This package owns them; callers test with errors.Is.
+// Sentinel errors. This package owns them, each with its code (the
+// types below wrap them and say their details); callers test with
+// errors.Is.
 var (
 	// ErrInvalidPatch: the text is not a well-formed patch (*ParseError
 	// says where). Path denials found while parsing are reported as
 	// project.ErrPathDenied instead.
-	ErrInvalidPatch = errors.New("invalid patch")
+	ErrInvalidPatch = fault.New("invalid_patch", "invalid patch")
 	// ErrTooLarge: a limit above was exceeded; nothing was written.
-	ErrTooLarge = errors.New("patch too large")
+	ErrTooLarge = fault.New("patch_too_large", "patch too large")
 	// ErrPreconditionMissing: a touched path has no ifMatch entry
 	// (*PreconditionMissingError lists them); nothing was written.
-	ErrPreconditionMissing = errors.New("precondition missing")
+	ErrPreconditionMissing = fault.New("if_match_required", "precondition missing")
 	// ErrVersionConflict: a file is not in the state its precondition
 	// names (*VersionConflict says which); nothing was written, or the
 	// commit was rolled back.
-	ErrVersionConflict = errors.New("file version conflict")
+	ErrVersionConflict = fault.New("file_version_conflict", "file version conflict")
 	// ErrBinaryTarget: an Update target holds a NUL byte in its first
 	// 8 KiB or is not valid UTF-8.
-	ErrBinaryTarget = errors.New("binary or non-UTF-8 target")
+	ErrBinaryTarget = fault.New("binary_target", "binary or non-UTF-8 target")
 	// ErrTargetMissing: an Update or Delete names a file that does not
 	// exist.
-	ErrTargetMissing = errors.New("file does not exist")
+	ErrTargetMissing = fault.New("patch_target_missing", "file does not exist")
 	// ErrContextNotFound: a hunk's context or removed lines are not in the
 	// file (*HunkError says which hunk).
-	ErrContextNotFound = errors.New("hunk context not found")
+	ErrContextNotFound = fault.New("patch_context_not_found", "hunk context not found")
 	// ErrAmbiguous: a hunk matches more than one place at the fuzz level
 	// it needed (*HunkError says which hunk).
-	ErrAmbiguous = errors.New("hunk matches more than one place")
-	// ErrRollbackIncomplete is joined to the cause when a failed commit
-	// could not restore every file: the tree may be partly patched.
-	ErrRollbackIncomplete = errors.New("rollback incomplete")
+	ErrAmbiguous = fault.New("patch_ambiguous", "hunk matches more than one place")
+	// ErrRollbackIncomplete is joined to the cause, first, when a failed
+	// commit could not restore every file: the tree may be partly patched,
+	// so its code (operation_outcome_unknown) is the answer's.
+	ErrRollbackIncomplete = fault.New("operation_outcome_unknown", "rollback incomplete")
 )
 
 // ParseError locates a syntax error in the patch text.
@@ -127,6 +131,9 @@ func (e *PreconditionMissingError) Error() string {
 // Unwrap returns ErrPreconditionMissing.
 func (e *PreconditionMissingError) Unwrap() error { return ErrPreconditionMissing }
 
+// Details name the paths: details.paths.
+func (e *PreconditionMissingError) Details() map[string]any { return map[string]any{"paths": e.Paths} }
+
 // VersionConflict reports a file whose state differs from its
 // precondition. Expected and Actual are content hashes ("sha256:…");
 // "" means "does not exist". When only the mode differs, each is the hash
@@ -145,6 +152,19 @@ func (e *VersionConflict) Error() string {
 
 // Unwrap returns ErrVersionConflict.
 func (e *VersionConflict) Unwrap() error { return ErrVersionConflict }
+
+// Details are details.path, expected and actual; a state that does not
+// exist ("") is null.
+func (e *VersionConflict) Details() map[string]any {
+	return map[string]any{"path": e.Path, "expected": orNull(e.Expected), "actual": orNull(e.Actual)}
+}
+
+func orNull(h string) any {
+	if h == "" {
+		return nil
+	}
+	return h
+}
 
 func orAbsent(h string) string {
 	if h == "" {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
@@ -19,7 +20,7 @@ import (
 // (*RestoreConflict lists every such path);
 // nothing was written, or the commit was rolled back. This package owns
 // it; undo_patch maps it to undo_conflict.
-var ErrUndoConflict = errors.New("undo conflict")
+var ErrUndoConflict = fault.New("undo_conflict", "undo conflict")
 
 // FileState is one file's recorded state for Restore.
 type FileState struct {
@@ -74,15 +75,18 @@ func (e *RestoreConflict) Paths() []string {
 	return out
 }
 
-// Unwrap returns ErrUndoConflict and, when the rollback after a conflict
-// found during the commit was incomplete, that failure (which wraps
-// ErrRollbackIncomplete): test for ErrRollbackIncomplete first.
+// Unwrap returns ErrUndoConflict, preceded, when the rollback after a
+// conflict found during the commit was incomplete, by that failure (which
+// wraps ErrRollbackIncomplete): its code is then the error's.
 func (e *RestoreConflict) Unwrap() []error {
 	if e.err != nil {
-		return []error{ErrUndoConflict, e.err}
+		return []error{e.err, ErrUndoConflict}
 	}
 	return []error{ErrUndoConflict}
 }
+
+// Details name the drifted paths: details.paths.
+func (e *RestoreConflict) Details() map[string]any { return map[string]any{"paths": e.Paths()} }
 
 // Restore atomically brings the files in states to their recorded
 // content and mode, or removes them (Absent), with Apply's guarantees:

@@ -11,8 +11,9 @@ import (
 )
 
 // rollback undoes the committed steps, removes temps and the directories
-// it created (deepest first), and returns cause, joined with
-// ErrRollbackIncomplete when something could not be restored. It returns
+// it created (deepest first), and returns cause, joined after
+// ErrRollbackIncomplete (whose code is then the answer's) when something
+// could not be restored. It returns
 // errCrashed alone when Hooks.Crash stops it.
 //
 // The originals are only in memory, so rollback works in two passes that
@@ -38,7 +39,7 @@ func (t *tx) rollback(cause error) error {
 		if err := t.createTemp(s.aside, s.path, s.expect.content, s.expect.mode); err != nil {
 			errs = append(errs, err)
 			if t.intent != nil {
-				return errors.Join(append([]error{cause, ErrRollbackIncomplete}, errs...)...)
+				return errors.Join(append([]error{ErrRollbackIncomplete, cause}, errs...)...)
 			}
 			continue
 		}
@@ -85,7 +86,7 @@ func (t *tx) rollback(cause error) error {
 	if errs == nil {
 		return cause
 	}
-	return errors.Join(append([]error{cause, ErrRollbackIncomplete}, errs...)...)
+	return errors.Join(append([]error{ErrRollbackIncomplete, cause}, errs...)...)
 }
 
 // asideName returns a fresh hidden name next to ph.

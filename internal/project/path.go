@@ -8,12 +8,13 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/devspace-dev/devspace/internal/fault"
 )
 
-// ErrPathDenied is returned (wrapped in *PathError) for every path that
-// must not be touched: the caller maps it to the tool error path_denied.
-// This package owns it.
-var ErrPathDenied = errors.New("path denied")
+// ErrPathDenied is returned (as a *PathError, which says its reason) for
+// every path that must not be touched: path_denied. This package owns it.
+var ErrPathDenied = fault.New("path_denied", "path denied")
 
 // Path denial reasons (bounded: they label path_denials_total).
 const (
@@ -43,6 +44,12 @@ func (e *PathError) Error() string { return "path denied: " + e.Reason }
 
 // Is makes errors.Is(err, ErrPathDenied) true.
 func (e *PathError) Is(target error) bool { return target == ErrPathDenied }
+
+// Code is path_denied.
+func (e *PathError) Code() string { return "path_denied" }
+
+// Details give the reason: details.reason.
+func (e *PathError) Details() map[string]any { return map[string]any{"reason": e.Reason} }
 
 func denied(reason string) error { return &PathError{Reason: reason} }
 

@@ -8,12 +8,12 @@ package reads
 
 import (
 	"context"
-	"errors"
 	"os"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/files"
 	"github.com/devspace-dev/devspace/internal/gitrepo"
 	"github.com/devspace-dev/devspace/internal/metrics"
@@ -51,18 +51,21 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// Errors of the read tools; the edge maps each to its code.
+// Code is invalid_tool_input; the text is what the client is told.
+func (e *InputError) Code() string { return "invalid_tool_input" }
+
+// Errors of the read tools, each with its code.
 var (
 	// ErrSkillNotFound: no loadable skill with that ID.
-	ErrSkillNotFound = errors.New("skill not found")
+	ErrSkillNotFound = fault.New("skill_not_found", "skill not found")
 	// ErrCursorOtherQuery, ErrCursorOtherSource, ErrCursorPastEnd: a valid
 	// cursor of another query, of the other show_changes source, or past
 	// the end of the changes.
-	ErrCursorOtherQuery  = errors.New("cursor of another query")
-	ErrCursorOtherSource = errors.New("cursor of the other source")
-	ErrCursorPastEnd     = errors.New("cursor past the end")
+	ErrCursorOtherQuery  = fault.New("cursor_invalid", "cursor of another query")
+	ErrCursorOtherSource = fault.New("cursor_invalid", "cursor of the other source")
+	ErrCursorPastEnd     = fault.New("cursor_invalid", "cursor past the end")
 	// ErrChangesMoved: the changes moved since the cursor's page.
-	ErrChangesMoved = errors.New("changes moved since the cursor")
+	ErrChangesMoved = fault.New("diff_cursor_stale", "changes moved since the cursor")
 )
 
 // Locks serializes the tools that use one Project (rootlock.Locks).

@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/gitrepo"
 )
 
@@ -60,10 +61,10 @@ const (
 const listCap = 8 << 20
 
 // ErrTimeout: a review took longer than Options.Timeout (it wraps
-// context.DeadlineExceeded too). The review package owns it; the MCP edge
-// maps it to repository_review_timeout. Changes and ChangesSince also
-// return the errors of package gitrepo.
-var ErrTimeout = errors.New("git took longer than the review timeout")
+// context.DeadlineExceeded too). The review package owns it
+// (repository_review_timeout). Changes and ChangesSince also return the
+// errors of package gitrepo.
+var ErrTimeout = fault.New("repository_review_timeout", "git took longer than the review timeout")
 
 // timedOut wraps err with ErrTimeout when it is the review's own timeout
 // (the caller's context, parent, is still live).

@@ -23,12 +23,12 @@ package rootlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/project"
 )
 
@@ -36,8 +36,9 @@ import (
 // answering project_busy: well under a host's first-byte limit.
 const DefaultWait = 8 * time.Second
 
-// ErrBusy is returned when a lock could not be taken in time.
-var ErrBusy = errors.New("project busy")
+// ErrBusy is returned when a lock could not be taken in time
+// (project_busy).
+var ErrBusy = fault.New("project_busy", "project busy")
 
 // Mode is a lock mode.
 type Mode int
@@ -204,8 +205,9 @@ func (l *Locks) Holding(key string, mode Mode) int {
 }
 
 // ErrRootUnavailable: the directory of a lock just taken could not be
-// opened (it was removed, unmounted or is unreadable right now).
-var ErrRootUnavailable = errors.New("project root unavailable")
+// opened (it was removed, unmounted or is unreadable right now):
+// project_unavailable.
+var ErrRootUnavailable = fault.New("project_unavailable", "project root unavailable")
 
 // Held is a lease on a Project root with the root opened under it.
 type Held struct {

@@ -2,15 +2,16 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/devspace-dev/devspace/internal/fault"
 )
 
 // ErrJournalFull is returned when an execution's patch journal is at its
-// bounds; the caller should open a new execution.
-var ErrJournalFull = errors.New("patch journal full")
+// bounds; the caller should open a new execution (patch_journal_full).
+var ErrJournalFull = fault.New("patch_journal_full", "patch journal full")
 
 // JournalLimits bound one execution's journal.
 type JournalLimits struct {

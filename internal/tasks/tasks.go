@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/devspace-dev/devspace/internal/executions"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/ids"
 	"github.com/devspace-dev/devspace/internal/secret"
@@ -29,16 +30,15 @@ const (
 	ListLimit        = 20
 )
 
-// Errors owned by this package; the MCP edge maps each to its code.
+// Errors owned by this package, each with its code.
 var (
-	ErrIfMatchUnexpected = errors.New("first save must omit ifMatch") // if_match_unexpected
-	ErrIfMatchRequired   = errors.New("ifMatch revision required")    // if_match_required
-	ErrRevisionConflict  = errors.New("task revision conflict")       // project_task_revision_conflict
-	ErrTooLarge          = errors.New("task context too large")       // task_context_too_large
-	ErrCapacity          = errors.New("too many resumable tasks")     // project_task_capacity
-	ErrNotActive         = errors.New("task not active here")         // project_task_not_active
-	ErrInvalid           = errors.New("invalid task field")           // invalid_tool_input
-	ErrNotFound          = errors.New("task not found")               // project_task_not_found
+	ErrIfMatchUnexpected = fault.New("if_match_unexpected", "first save must omit ifMatch")
+	ErrIfMatchRequired   = fault.New("if_match_required", "ifMatch revision required")
+	ErrRevisionConflict  = fault.New("project_task_revision_conflict", "task revision conflict")
+	ErrTooLarge          = fault.New("task_context_too_large", "task context too large")
+	ErrCapacity          = fault.New("project_task_capacity", "too many resumable tasks")
+	ErrNotActive         = fault.New("project_task_not_active", "task not active here")
+	ErrInvalid           = fault.New("invalid_tool_input", "invalid task field")
 )
 
 // RevisionError carries the current revision for if_match_required and
@@ -51,7 +51,13 @@ type RevisionError struct {
 func (e *RevisionError) Error() string {
 	return fmt.Sprintf("%v (current revision %d)", e.Err, e.Current)
 }
+
+// Unwrap returns ErrIfMatchRequired or ErrRevisionConflict, which say
+// the code.
 func (e *RevisionError) Unwrap() error { return e.Err }
+
+// Details give the current revision: details.currentRevision.
+func (e *RevisionError) Details() map[string]any { return map[string]any{"currentRevision": e.Current} }
 
 // SaveRequest is one save_progress call.
 type SaveRequest struct {
@@ -122,23 +128,23 @@ func Validate(r SaveRequest) error {
 func (s *Service) Save(ctx context.Context, h executions.Handle, r SaveRequest) (*Saved, bool, error) {
 	e := h.Execution()
 	if err := Validate(r); err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	if err := errors.Join(secret.Check("title", r.Title), secret.Check("progress", r.Progress)); err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	hash, err := idempotency.HashRequest(map[string]any{"title": r.Title, "progress": r.Progress, "ifMatch": r.IfMatch, "status": r.Status})
 	if err != nil {
-		return nil, false, err
+		return nil, false, idempotency.NotStarted(err)
 	}
 	key := idempotency.Key{GrantID: h.Caller().GrantID, ExecutionID: e.ID, Tool: "save_progress", OperationID: r.OperationID}
 	raw, replayed, err := s.ops.Do(ctx, key, hash, func(ctx context.Context) ([]byte, error) {
 		if err := h.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return nil, idempotency.NotStarted(err)
 		}
 		saved, err := s.save(ctx, e, r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", idempotency.ErrNotStarted, err)
+			return nil, idempotency.NotStarted(err)
 		}
 		return json.Marshal(saved)
 	})

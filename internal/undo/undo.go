@@ -12,28 +12,29 @@
 package undo
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/patch"
 )
 
-// Sentinel errors. This package owns them; callers test with errors.Is.
+// Sentinel errors. This package owns them, each with its code; callers
+// test with errors.Is.
 var (
 	// ErrNotFound: the execution has no snapshot with that operation ID
 	// (it was never recorded, belongs to another execution, or was
 	// dropped by the bounds).
-	ErrNotFound = errors.New("patch snapshot not found")
+	ErrNotFound = fault.New("undo_not_found", "patch snapshot not found")
 	// ErrNotUndoable: the snapshot is a stub (Snapshot.NotUndoable says
 	// why): a sensitive file was involved, it exceeded the store's
 	// bounds, or its contents were lost.
-	ErrNotUndoable = errors.New("patch cannot be undone")
+	ErrNotUndoable = fault.New("undo_unavailable", "patch cannot be undone")
 	// ErrAlreadyUndone: undo of a snapshot that is already undone.
-	ErrAlreadyUndone = errors.New("patch already undone")
+	ErrAlreadyUndone = fault.New("undo_state_conflict", "patch already undone")
 	// ErrNotUndone: redo of a snapshot that is not undone.
-	ErrNotUndone = errors.New("patch is not undone")
+	ErrNotUndone = fault.New("undo_state_conflict", "patch is not undone")
 )
 
 // Reasons in Snapshot.NotUndoable.

@@ -85,11 +85,12 @@ const maxKeyLen = 128
 
 // Errors returned by the Manager. The worktree package owns them; they come
 // wrapped with lowercase context meant for logs, so test them with
-// errors.Is. The MCP edge maps ErrNotRepository, ErrNotTopLevel, ErrNoCommits
-// and ErrUnsafe to project_worktree_unavailable, ErrDirty to
-// project_worktree_dirty, and gitrepo.ErrRepositoryUnsafe, which every
-// operation may return (wrapped) when repository metadata points outside
-// the allowed directories, to repository_unsafe.
+// errors.Is. They say no code: package executions answers ErrNotRepository,
+// ErrNotTopLevel, ErrNoCommits and ErrUnsafe as ErrWorktreeUnavailable
+// (project_worktree_unavailable) and ErrDirty as ErrWorktreeDirty;
+// gitrepo.ErrRepositoryUnsafe, which every operation may return (wrapped)
+// when repository metadata points outside the allowed directories, says
+// its own (repository_unsafe).
 var (
 	// ErrNotRepository: the Project root is not inside a Git work tree.
 	ErrNotRepository = errors.New("project root is not in a git repository")
