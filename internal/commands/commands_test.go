@@ -18,6 +18,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/executions/executionstest"
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/process"
@@ -249,6 +250,33 @@ func (h *closingHandle) Err() error {
 		h.Close()
 	}
 	return err
+}
+
+// TestStartClosedWhileStartingIsOutcomeUnknown: a command whose execution
+// closes while it starts ran for a moment, so Start's error says phase
+// outcome_unknown with the execution's code, and a retry with the same
+// operationId answers idempotency.ErrOutcomeUnknown, as the phase said.
+// The edge answered phase not_started, which it guessed for any
+// exec_command failure.
+func TestStartClosedWhileStartingIsOutcomeUnknown(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	h := &closingHandle{Handle: handle("exe_e", r.proj)}
+	req := commands.StartRequest{Command: commands.Command{OperationID: "op", Shell: true, Command: "exec sleep 30"},
+		Sandbox: commands.SandboxWorkspaceWrite}
+	_, err := r.svc.Start(ctx, h, req)
+	code, _ := fault.CodeOf(err)
+	phase, _ := fault.PhaseOf(err)
+	if code != "project_execution_required" || phase != fault.OutcomeUnknown {
+		t.Fatalf("start while the execution closes: %v: code %q, phase %q; want project_execution_required, outcome_unknown", err, code, phase)
+	}
+	_, err = r.svc.Start(ctx, h, req)
+	if retry, _ := fault.PhaseOf(err); !errors.Is(err, idempotency.ErrOutcomeUnknown) || retry != phase {
+		t.Errorf("retry with the same operationId: %v (phase %q); want operation outcome unknown, as the first call said", err, retry)
+	}
+	if n := r.procs.Running(); n != 0 {
+		t.Errorf("%d processes running", n)
+	}
 }
 
 // TestStartOfAClosingExecution: a command of an execution that closed

@@ -45,7 +45,9 @@ var (
 	// recorded, or the server stopped while it ran — and the record says
 	// so. It is never re-run: the retry gets ErrOutcomeUnknown
 	// (operation_outcome_unknown, phase outcome_unknown); the client must
-	// inspect the Project and retry with a new operationId.
+	// inspect the Project and retry with a new operationId. The attempt
+	// that left the record so gets it too, wrapped after its own error,
+	// whose code (if it says one) is the answer's.
 	ErrOutcomeUnknown = fault.New("operation_outcome_unknown", "operation outcome unknown").In(fault.OutcomeUnknown)
 	// ErrNotStarted is returned (wrapped) by an effect function that failed
 	// before changing anything: Do then releases the reservation so a retry
@@ -56,8 +58,8 @@ var (
 	ErrNotStarted = fault.Mark(fault.NotStarted, "operation not started")
 	// ErrResultTooLarge: the effect ran but its result exceeds
 	// MaxResultBytes and cannot be stored for replay. The record is marked
-	// unknown (a retry gets ErrOutcomeUnknown); the edge reports an internal
-	// error with phase committed.
+	// unknown, and the error wraps ErrOutcomeUnknown: the call, and a
+	// retry, answer operation_outcome_unknown.
 	ErrResultTooLarge = errors.New("operation result too large to store")
 )
 
@@ -140,9 +142,12 @@ func New(st *store.Store, opts Options) *Service {
 // If fn returns an error wrapping ErrNotStarted, the reservation is deleted
 // and the error returned as is; a retry runs fn again. Any other error from
 // fn (or a panic, which is re-raised) marks the record unknown and is
-// returned. A result over MaxResultBytes marks the record unknown and
-// returns ErrResultTooLarge. The bookkeeping after fn returns does not
-// depend on ctx, so a caller that goes away cannot leave a finished effect
+// returned wrapped with ErrOutcomeUnknown after it, so that the error says
+// the phase its record does. A result over MaxResultBytes marks the record
+// unknown and returns ErrResultTooLarge (with ErrOutcomeUnknown). When the
+// release of a reservation fails, the error wraps ErrOutcomeUnknown first:
+// the record stays pending, which a retry answers with ErrOutcomeUnknown. The bookkeeping after fn returns does not depend on
+// ctx, so a caller that goes away cannot leave a finished effect
 // unrecorded.
 //
 // The key's operationId must pass ValidateID (ErrInvalidID otherwise).
@@ -212,16 +217,16 @@ func (s *Service) run(ctx context.Context, key Key, requestHash string, fn func(
 	switch {
 	case errors.Is(fnErr, ErrNotStarted):
 		if err := s.st.ReleaseOperation(bg, sk); err != nil {
-			return nil, false, errors.Join(fnErr, fmt.Errorf("release operation: %w", err))
+			return nil, false, errors.Join(fmt.Errorf("%w: release operation: %w", ErrOutcomeUnknown, err), fnErr)
 		}
 		return nil, false, fnErr
 	case fnErr != nil:
 		if err := s.st.MarkOperationUnknown(bg, sk); err != nil {
-			return nil, false, errors.Join(fnErr, fmt.Errorf("mark operation unknown: %w", err))
+			return nil, false, errors.Join(fmt.Errorf("%w: %w", fnErr, ErrOutcomeUnknown), fmt.Errorf("mark operation unknown: %w", err))
 		}
-		return nil, false, fnErr
+		return nil, false, fmt.Errorf("%w: %w", fnErr, ErrOutcomeUnknown)
 	case len(result) > MaxResultBytes:
-		tooLarge := fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, len(result), MaxResultBytes)
+		tooLarge := fmt.Errorf("%w: %d bytes, limit %d: %w", ErrResultTooLarge, len(result), MaxResultBytes, ErrOutcomeUnknown)
 		if err := s.st.MarkOperationUnknown(bg, sk); err != nil {
 			return nil, false, errors.Join(tooLarge, fmt.Errorf("mark operation unknown: %w", err))
 		}

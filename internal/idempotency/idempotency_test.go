@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/devspace-dev/devspace/internal/fault"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
@@ -381,4 +382,48 @@ func TestTTLOption(t *testing.T) {
 	clk.Advance(time.Minute)
 	// Expired but not pruned: still treated as gone.
 	checkOutcome(t, "after custom TTL", do(t, s, key, "sha256:a", counter(&n, "second")), outcome{Result: "second"})
+}
+
+// TestDoSaysItsPhase: each way an effect fails says the phase its record
+// holds (fault.PhaseOf), and the retry with the same key answers
+// accordingly: not started runs again; anything else is outcome unknown,
+// and the retry is refused with ErrOutcomeUnknown. A coded error of the
+// effect keeps its code; an uncoded one answers operation_outcome_unknown.
+func TestDoSaysItsPhase(t *testing.T) {
+	coded := fault.New("project_execution_required", "project execution required")
+	tests := []struct {
+		name  string
+		fn    func(context.Context) ([]byte, error)
+		code  string
+		phase fault.Phase
+	}{
+		{"not started", func(context.Context) ([]byte, error) { return nil, NotStarted(coded) },
+			"project_execution_required", fault.NotStarted},
+		{"failed part way, coded", func(context.Context) ([]byte, error) { return nil, fmt.Errorf("add to table: %w", coded) },
+			"project_execution_required", fault.OutcomeUnknown},
+		{"failed part way, uncoded", func(context.Context) ([]byte, error) { return nil, errors.New("disk I/O error") },
+			"operation_outcome_unknown", fault.OutcomeUnknown},
+		{"result too large", func(context.Context) ([]byte, error) { return bytes.Repeat([]byte("x"), MaxResultBytes+1), nil },
+			"operation_outcome_unknown", fault.OutcomeUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, _ := newService(t)
+			_, _, err := s.Do(context.Background(), key, "sha256:a", tt.fn)
+			code, _ := fault.CodeOf(err)
+			phase, _ := fault.PhaseOf(err)
+			if code != tt.code || phase != tt.phase {
+				t.Fatalf("%v: code %q, phase %q; want %q, %q", err, code, phase, tt.code, tt.phase)
+			}
+			var ran bool
+			_, _, err = s.Do(context.Background(), key, "sha256:a", func(context.Context) ([]byte, error) { ran = true; return nil, nil })
+			retry, _ := fault.PhaseOf(err)
+			switch {
+			case phase == fault.NotStarted && (!ran || err != nil):
+				t.Errorf("retry after not started: ran %v, %v", ran, err)
+			case phase == fault.OutcomeUnknown && (ran || !errors.Is(err, ErrOutcomeUnknown) || retry != fault.OutcomeUnknown):
+				t.Errorf("retry after outcome unknown: ran %v, %v (phase %q)", ran, err, retry)
+			}
+		})
+	}
 }

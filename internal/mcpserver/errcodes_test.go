@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,41 +12,58 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/devspace-dev/devspace/internal/commands"
+	"github.com/devspace-dev/devspace/internal/process"
+	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
 // TestErrorCodesDocumented holds docs/errors.md and the code to each
-// other: the envelope codes (codeCategories, the one list toolErr takes a
-// category from) are exactly the documented ones with the same categories,
-// every toolErr call in the source names a listed code, and every listed
-// code is built by some toolErr call; the per-item codes of read_files and
-// inspect (the files and search packages' Code constants) are exactly the
-// documented per-item codes. A new code cannot be added without its
-// documentation, nor a documented one left behind when its last use goes.
+// other: the envelope codes (codes, the one table) are exactly the
+// documented ones with the same categories; every code a toolErr call of
+// the edge builds or a domain error says (fault.New, a Code method) is
+// listed, and a code a domain error says has the guidance mapError
+// answers it with; every listed code is built or said somewhere; the
+// per-item codes of read_files and inspect (the files and search
+// packages' Code constants) are exactly the documented per-item codes. A
+// new code cannot be added without its documentation, nor a documented
+// one left behind when its last use goes.
 func TestErrorCodesDocumented(t *testing.T) {
 	envelope, items := documentedCodes(t, "../../docs/errors.md")
-	for code, cat := range codeCategories {
+	for code, c := range codes {
 		doc, ok := envelope[code]
 		switch {
 		case !ok:
-			t.Errorf("code %q (category %s) is in codeCategories but not in docs/errors.md", code, cat)
-		case doc != cat:
-			t.Errorf("code %q: docs/errors.md says category %s, codeCategories says %s", code, doc, cat)
+			t.Errorf("code %q (category %s) is in codes but not in docs/errors.md", code, c.category)
+		case doc != c.category:
+			t.Errorf("code %q: docs/errors.md says category %s, codes says %s", code, doc, c.category)
 		}
 	}
 	for code := range envelope {
-		if _, ok := codeCategories[code]; !ok {
-			t.Errorf("docs/errors.md documents %q, which codeCategories does not list", code)
+		if _, ok := codes[code]; !ok {
+			t.Errorf("docs/errors.md documents %q, which codes does not list", code)
 		}
 	}
 	built := builtCodes(t)
-	for code := range built {
-		if _, ok := codeCategories[code]; !ok {
-			t.Errorf("toolErr(%q, …) names a code codeCategories does not list", code)
+	said := saidCodes(t)
+	for code, where := range said {
+		c, ok := codes[code]
+		switch {
+		case !ok:
+			t.Errorf("%s says code %q, which codes does not list", where, code)
+		case c.message == "" && c.render == nil:
+			t.Errorf("%s says code %q, for which codes has no guidance", where, code)
 		}
 	}
-	for code := range codeCategories {
-		if !built[code] {
-			t.Errorf("code %q is listed, but no toolErr call builds it", code)
+	for code := range built {
+		if _, ok := codes[code]; !ok {
+			t.Errorf("toolErr(%q, …) names a code codes does not list", code)
+		}
+	}
+	for code := range codes {
+		if _, ok := said[code]; !built[code] && !ok && code != "internal_error" {
+			t.Errorf("code %q is listed, but no toolErr call builds it and no error says it", code)
 		}
 	}
 	itemCodes := emittedItemCodes(t)
@@ -59,8 +77,26 @@ func TestErrorCodesDocumented(t *testing.T) {
 			t.Errorf("docs/errors.md documents per-item code %q, which no tool returns", code)
 		}
 	}
-	if len(built) < 40 || len(itemCodes) < 8 {
-		t.Fatalf("found only %d envelope and %d item codes: the scan is broken", len(built), len(itemCodes))
+	if len(said) < 40 || len(built) < 5 || len(itemCodes) < 8 {
+		t.Fatalf("found only %d codes errors say, %d the edge builds and %d item codes: the scan is broken", len(said), len(built), len(itemCodes))
+	}
+}
+
+// TestMessagesNameTheLimits: the guidance sentences that state a limit
+// or a reason of a domain package, which the edge does not import, state
+// the package's.
+func TestMessagesNameTheLimits(t *testing.T) {
+	share := fmt.Sprintf("(%d per Project and %d in all for its grant, %d per conversation)",
+		commands.MaxPerGrantPerProject, commands.MaxPerGrant, process.DefaultMaxPerGroup)
+	if !strings.Contains(codes["process_limit"].message, share) {
+		t.Errorf("process_limit does not say %s: %s", share, codes["process_limit"].message)
+	}
+	if capacity := fmt.Sprintf("already has %d resumable Tasks", tasks.MaxResumable); !strings.Contains(codes["project_task_capacity"].message, capacity) {
+		t.Errorf("project_task_capacity does not say %s: %s", capacity, codes["project_task_capacity"].message)
+	}
+	te := mapError(&project.PathError{Reason: project.ReasonRepository})
+	if te.Details["reason"] != project.ReasonRepository || !strings.Contains(te.message, ".git") {
+		t.Errorf("repository metadata: %+v %q", te, te.message)
 	}
 }
 
@@ -163,6 +199,9 @@ func builtCodes(t *testing.T) map[string]bool {
 			}
 			lit, ok := call.Args[0].(*ast.BasicLit)
 			if !ok {
+				if id, ok := call.Args[0].(*ast.Ident); ok && id.Name == "name" {
+					return true // mapError's, a code of codes
+				}
 				t.Errorf("toolErr with a computed code: the code list cannot see it")
 				return true
 			}
@@ -173,6 +212,57 @@ func builtCodes(t *testing.T) map[string]bool {
 	}
 	if !out["invalid_tool_input"] {
 		t.Fatal("the scan found no invalid_tool_input: it is broken")
+	}
+	return out
+}
+
+// saidCodes returns each code an error of a package under internal/ says
+// (other than this one's): fault.New("code", …) and Code methods that
+// return a literal, with where.
+func saidCodes(t *testing.T) map[string]string {
+	out := map[string]string{}
+	dirs, err := filepath.Glob("../*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || filepath.Base(dir) == "mcpserver" {
+			continue
+		}
+		for _, f := range parsePackage(t, dir) {
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					sel, ok := n.Fun.(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "New" || len(n.Args) != 2 {
+						return true
+					}
+					if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "fault" {
+						return true
+					}
+					if lit, ok := n.Args[0].(*ast.BasicLit); ok {
+						code, _ := strconv.Unquote(lit.Value)
+						out[code] = filepath.Base(dir)
+					} else {
+						t.Errorf("%s: fault.New with a computed code: the code list cannot see it", dir)
+					}
+				case *ast.FuncDecl:
+					if n.Recv == nil || n.Name.Name != "Code" || n.Body == nil {
+						return true
+					}
+					ast.Inspect(n.Body, func(m ast.Node) bool {
+						if r, ok := m.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
+							if lit, ok := r.Results[0].(*ast.BasicLit); ok {
+								code, _ := strconv.Unquote(lit.Value)
+								out[code] = filepath.Base(dir)
+							}
+						}
+						return true
+					})
+				}
+				return true
+			})
+		}
 	}
 	return out
 }

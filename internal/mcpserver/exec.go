@@ -186,14 +186,7 @@ func registerProcessTools(s *Server) {
 }
 
 func (s *Server) execCommand(ctx context.Context, c *call, in *execIn) (processOut, error) {
-	fail := func(err error) (processOut, error) {
-		te := mapError(err)
-		te.OperationID = in.OperationID
-		if te.Phase == "" {
-			te.Phase = "not_started"
-		}
-		return processOut{}, te
-	}
+	fail := func(err error) (processOut, error) { return processOut{}, operationError(in.OperationID, err) }
 	sandbox, err := s.sandboxFor(c, in.Sandbox)
 	if err != nil {
 		return fail(err)
@@ -254,9 +247,7 @@ func (s *Server) writeStdin(ctx context.Context, c *call, in *writeStdinIn) (pro
 		return processOut{}, err
 	}
 	if err != nil {
-		te := mapError(err)
-		te.OperationID = in.OperationID
-		return processOut{}, te
+		return processOut{}, operationError(in.OperationID, err)
 	}
 	return render(v), nil
 }

@@ -69,7 +69,7 @@ func registerPatchTools(s *Server) {
 func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (applyPatchOut, error) {
 	x, err := s.execution(ctx, c)
 	if err != nil {
-		return applyPatchOut{}, s.editError(in.OperationID, err)
+		return applyPatchOut{}, operationError(in.OperationID, err)
 	}
 	defer x.Release()
 	ifMatch, err := edits.ParseIfMatch(in.IfMatch)
@@ -78,18 +78,7 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 	}
 	a, err := s.opts.Edits.Apply(ctx, x, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: ifMatch, AllowSensitive: in.AllowSensitive})
 	if err != nil {
-		return applyPatchOut{}, s.editError(in.OperationID, err)
+		return applyPatchOut{}, operationError(in.OperationID, err)
 	}
 	return applyPatchOut{Files: a.Files, Bytes: a.Bytes, Replayed: a.Replayed}, nil
-}
-
-// editError is the envelope of a failed apply_patch or undo_patch, with
-// the operationId and phase not_started unless the error says otherwise.
-func (s *Server) editError(operationID string, err error) *ToolError {
-	te := mapError(err)
-	te.OperationID = operationID
-	if te.Phase == "" {
-		te.Phase = "not_started"
-	}
-	return te
 }

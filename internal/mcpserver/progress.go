@@ -55,9 +55,7 @@ func (s *Server) saveProgress(ctx context.Context, c *call, in *saveProgressIn) 
 	saved, replayed, err := s.opts.Tasks.Save(ctx, x, tasks.SaveRequest{OperationID: in.OperationID,
 		Title: in.Title, Progress: in.Progress, IfMatch: in.IfMatch, Status: in.Status})
 	if err != nil {
-		te := mapError(err)
-		te.OperationID = in.OperationID
-		return saveProgressOut{}, te
+		return saveProgressOut{}, operationError(in.OperationID, err)
 	}
 	return saveProgressOut{Saved: *saved, Replayed: replayed}, nil
 }

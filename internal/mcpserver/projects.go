@@ -216,11 +216,7 @@ func (s *Server) projectControl(ctx context.Context, c *call, in *projectControl
 		out.Status = "open"
 	}
 	if err != nil {
-		if te := mapError(err); in.OperationID != "" && te.Code != "internal_error" {
-			te.OperationID = in.OperationID
-			return out, te
-		}
-		return out, err
+		return out, operationError(in.OperationID, err) // hydrate and interrupt have none
 	}
 	if opened != nil {
 		out.ProjectRef, out.Label, out.Status, out.Instructions = opened.ProjectRef, opened.Label, opened.Status, opened.Instructions

@@ -230,7 +230,9 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 	run func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error)) *mcp.CallToolResult {
 	p := principalOf(req)
 	if p == nil {
-		return errorResult(mapError(errors.New("no principal on an authenticated request")))
+		te := mapError(errors.New("no principal on an authenticated request"))
+		s.logFailure(ctx, sp.name, te)
+		return errorResult(te)
 	}
 	for _, need := range sp.scopes {
 		if !p.HasScope(need) {
@@ -252,10 +254,8 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 	out, err := run(ctx, c, raw)
 	if err != nil {
 		te := mapError(err)
-		switch te.Code {
-		case "internal_error":
-			s.log.ErrorContext(ctx, "tool failed", "tool", sp.name, "err", err)
-		case "path_denied":
+		s.logFailure(ctx, sp.name, te)
+		if te.Code == "path_denied" {
 			reason, _ := te.Details["reason"].(string)
 			s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
 		}
@@ -269,6 +269,24 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 		res.Meta = m.resultMeta()
 	}
 	return res
+}
+
+// logFailure logs what a client is not shown: the cause of an internal
+// error (a cancelled call's at info: the client went away), and of an
+// operation whose outcome is unknown.
+func (s *Server) logFailure(ctx context.Context, tool string, te *ToolError) {
+	cause := error(te)
+	if te.cause != nil {
+		cause = te.cause
+	}
+	switch {
+	case te.Code == "internal_error" && errors.Is(cause, context.Canceled):
+		s.log.InfoContext(ctx, "tool call cancelled", "tool", tool, "err", cause)
+	case te.Code == "internal_error":
+		s.log.ErrorContext(ctx, "tool failed", "tool", tool, "err", cause)
+	case te.Phase == "outcome_unknown":
+		s.log.WarnContext(ctx, "tool outcome unknown", "tool", tool, "code", te.Code, "err", cause)
+	}
 }
 
 // jsonProblem describes a decoding error without echoing input.

@@ -60,12 +60,12 @@ func registerUndoTools(s *Server) {
 func (s *Server) undoPatch(ctx context.Context, c *call, in *undoPatchIn) (undoPatchOut, error) {
 	x, err := s.execution(ctx, c)
 	if err != nil {
-		return undoPatchOut{}, s.editError(in.OperationID, err)
+		return undoPatchOut{}, operationError(in.OperationID, err)
 	}
 	defer x.Release()
 	u, err := s.opts.Edits.Undo(ctx, x, edits.UndoRequest{OperationID: in.OperationID, PatchOperationID: in.PatchOperationID, Redo: in.Redo})
 	if err != nil {
-		return undoPatchOut{}, s.editError(in.OperationID, err)
+		return undoPatchOut{}, operationError(in.OperationID, err)
 	}
 	return undoPatchOut{PatchOperationID: u.PatchOperationID, Redo: u.Redo, Files: u.Files, Replayed: u.Replayed}, nil
 }
