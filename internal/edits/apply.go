@@ -132,8 +132,16 @@ type IfMatch struct {
 // object keyed by path, or, for a one-path patch, a single value. Each
 // value is a version object with a contentHash, a contentHash string, or
 // null for "must not exist". Empty means no entries. Errors:
-// ErrInvalidIfMatch.
+// ErrInvalidIfMatch, wrapping idempotency.ErrNotStarted.
 func ParseIfMatch(raw json.RawMessage) (IfMatch, error) {
+	m, err := parseIfMatch(raw)
+	if err != nil {
+		return IfMatch{}, idempotency.NotStarted(err)
+	}
+	return m, nil
+}
+
+func parseIfMatch(raw json.RawMessage) (IfMatch, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return IfMatch{}, nil // every path is then missing: *PreconditionMissingError

@@ -74,7 +74,7 @@ func (s *Server) applyPatch(ctx context.Context, c *call, in *applyPatchIn) (app
 	defer x.Release()
 	ifMatch, err := edits.ParseIfMatch(in.IfMatch)
 	if err != nil {
-		return applyPatchOut{}, s.editError(in.OperationID, err)
+		return applyPatchOut{}, operationError(in.OperationID, err)
 	}
 	a, err := s.opts.Edits.Apply(ctx, x, edits.ApplyRequest{OperationID: in.OperationID, Patch: in.Patch, IfMatch: ifMatch, AllowSensitive: in.AllowSensitive})
 	if err != nil {
