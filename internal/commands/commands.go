@@ -64,8 +64,12 @@ const (
 	// MaxPerGrant is one grant's share of the server's slots
 	// (process.DefaultMaxLive), across its Projects.
 	MaxPerGrant = process.DefaultMaxLive / 2
-	// StdinMax bounds the input written at start or in one write.
-	StdinMax = 1 << 20
+	// MaxTimeout bounds a command's timeout (process.MaxTimeout).
+	MaxTimeout = process.MaxTimeout
+	// ReasonOutOfMemory and ReasonPidsLimit are the kill reasons of a
+	// command stopped past its limits (View.KillReason).
+	ReasonOutOfMemory = process.ReasonOutOfMemory
+	ReasonPidsLimit   = process.ReasonPidsLimit
 	// OutputPageDefault and OutputPageMax bound a page of output.
 	OutputPageDefault = 40000
 	OutputPageMax     = 256000

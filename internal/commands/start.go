@@ -126,6 +126,9 @@ const reasonClosedWhileStarting = "execution_closed"
 // start wrap idempotency.ErrNotStarted; those of one that ran, however
 // briefly, wrap idempotency.ErrOutcomeUnknown (Do adds it).
 func (s *Service) Start(ctx context.Context, h executions.Handle, req StartRequest) (View, error) {
+	if err := req.Command.Validate(); err != nil {
+		return View{}, idempotency.NotStarted(err)
+	}
 	if err := req.Command.checkSecrets(); err != nil {
 		return View{}, idempotency.NotStarted(err)
 	}

@@ -33,6 +33,9 @@ type Input struct {
 // process.ErrRevisionConflict, process.ErrStdinClosed,
 // process.ErrStdinFull from the process; and operation errors.
 func (s *Service) WriteStdin(ctx context.Context, h executions.Handle, in Input) (View, error) {
+	if err := in.Validate(); err != nil {
+		return View{}, idempotency.NotStarted(err)
+	}
 	o := ownerOf(h)
 	e, err := s.find(ctx, o, in.ProcessRef, false)
 	if err != nil {

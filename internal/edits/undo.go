@@ -2,6 +2,7 @@ package edits
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/idempotency"
@@ -48,6 +49,11 @@ type Undone struct {
 func (s *Service) Undo(ctx context.Context, h executions.Handle, req UndoRequest) (*Undone, error) {
 	if s.opts.Snapshots == nil {
 		return nil, idempotency.NotStarted(ErrUndoDisabled)
+	}
+	if req.PatchOperationID != "" {
+		if err := idempotency.ValidateID(req.PatchOperationID); err != nil {
+			return nil, idempotency.NotStarted(fmt.Errorf("patchOperationId: %w", err))
+		}
 	}
 	out, replayed, err := once(ctx, s, h, undoTool, req.OperationID, req, func(ctx context.Context, w *workspace) (*Undone, error) {
 		var snap *undo.Snapshot

@@ -54,6 +54,11 @@ var (
 	ErrWorktreeDirty = fault.New("project_worktree_dirty", "worktree dirty")
 )
 
+// ValidateOperationID is the operationId rule (idempotency.ValidateID),
+// for the actions that record none (hydrate, interrupt) and so meet it
+// nowhere else.
+func ValidateOperationID(id string) error { return idempotency.ValidateID(id) }
+
 // Caller is who makes a call: the verified grant plus the host identity.
 type Caller struct {
 	GrantID     string

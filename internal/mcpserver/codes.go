@@ -114,11 +114,11 @@ var codes = map[string]code{
 	"secret_persistence_blocked": {category: catSafety, render: func(te *ToolError, text string) {
 		te.message = "This looks like a " + text + "; nothing was run or saved. Remove it and call again: a command should read a secret from a file, not carry it in its text."
 	}},
-	"command_mode_invalid": {category: catInput},
+	"command_mode_invalid": {category: catInput, render: func(te *ToolError, text string) { te.message = text }},
 	"command_spawn_failed": {category: catInput, message: "The command could not be started (is the program installed and executable?)."},
 	"working_directory_invalid": {category: catInput,
 		message: "workingDirectory must be an existing directory of the Project."},
-	"stdin_too_large": {category: catLimit},
+	"stdin_too_large": {category: catLimit, render: func(te *ToolError, text string) { te.message = text }},
 	"process_not_found": {category: catState,
 		message: "No such command in this conversation's open Project, or its output is no longer retained (it expired or its conversation closed)."},
 	"process_not_running": {category: catState, message: "The command is not accepting input (it ended or its input is closed)."},

@@ -77,7 +77,7 @@ func TestErrorCodesDocumented(t *testing.T) {
 			t.Errorf("docs/errors.md documents per-item code %q, which no tool returns", code)
 		}
 	}
-	if len(said) < 40 || len(built) < 5 || len(itemCodes) < 8 {
+	if len(said) < 40 || len(built) < 2 || len(itemCodes) < 8 {
 		t.Fatalf("found only %d codes errors say, %d the edge builds and %d item codes: the scan is broken", len(said), len(built), len(itemCodes))
 	}
 }

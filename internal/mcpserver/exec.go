@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -12,12 +11,7 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/process"
 )
-
-// Limits of the process tools' inputs (docs/design.md §9); the commands
-// package owns the rest.
-const envMaxEntries = 128
 
 // The process tools: decode and check the input, resolve the caller's
 // execution, call the commands service once, render its result.
@@ -39,44 +33,18 @@ type execIn struct {
 	Sandbox          string            `json:"sandbox,omitempty" jsonschema:"readOnly: the command may read the Project but not change it; workspaceWrite: it may also write the Project (needs project:write; the default when granted). Either way it sees only the system, this Project and a private scratch directory (HOME, TMPDIR)"`
 }
 
-func (in *execIn) validate() error {
-	direct, shell := in.Program != "", in.Shell || in.Command != ""
-	if direct == shell || (shell && (!in.Shell || in.Command == "")) || (direct && in.Command != "") {
-		return toolErr("command_mode_invalid",
-			"Use exactly one mode: program (+ args) for direct mode, or shell: true with command for shell mode.")
-	}
-	if shell && len(in.Args) > 0 {
-		return toolErr("command_mode_invalid", "args belong to direct mode; put them in command for shell mode.")
-	}
-	if len(in.Stdin) > commands.StdinMax {
-		return toolErr("stdin_too_large", "stdin is limited to 1 MiB; write more with write_stdin.")
-	}
-	if len(in.Environment) > envMaxEntries {
-		return invalidInput("environment is limited to %d entries", envMaxEntries)
-	}
-	for _, s := range append([]string{in.Program, in.Command, in.WorkingDirectory}, in.Args...) {
-		if strings.IndexByte(s, 0) >= 0 {
-			return invalidInput("program, args, command and workingDirectory must not contain NUL")
-		}
-	}
-	if err := process.ValidateEnv(in.Environment); err != nil {
-		return invalidInput("%v", err)
-	}
-	return nil
-}
-
 func (execIn) schema(s *jsonschema.Schema) {
 	s.Properties["environment"].AdditionalProperties = &jsonschema.Schema{Type: "string"}
 	s.Properties["sandbox"].Enum = []any{commands.SandboxReadOnly, commands.SandboxWorkspaceWrite}
 	s.Properties["timeoutMs"].Minimum = jsonschema.Ptr(0.0)
-	s.Properties["timeoutMs"].Maximum = jsonschema.Ptr(float64(process.MaxTimeout / time.Millisecond))
+	s.Properties["timeoutMs"].Maximum = jsonschema.Ptr(float64(commands.MaxTimeout / time.Millisecond))
 }
 
 // sandboxFor returns the effective sandbox of a command: the one asked
 // for, or workspaceWrite when the grant may write and readOnly otherwise.
 // workspaceWrite without project:write is insufficient_scope. (Whether
 // the kernel can confine commands at all is the process manager's to say:
-// process.ErrSandboxUnavailable.)
+// the commands service's error.)
 func (s *Server) sandboxFor(c *call, asked string) (string, error) {
 	canWrite := c.principal.HasScope(oauth.ScopeWrite)
 	sandbox := asked
@@ -138,9 +106,9 @@ func (o processOut) summary() string {
 		return "The command hit its timeout and was stopped."
 	}
 	switch o.KillReason {
-	case process.ReasonOutOfMemory:
+	case commands.ReasonOutOfMemory:
 		return "The command used more memory than a command may and was stopped, all of its processes."
-	case process.ReasonPidsLimit:
+	case commands.ReasonPidsLimit:
 		return "The command started more processes and threads than a command may and was stopped, all of its processes."
 	}
 	return "The command was stopped (" + o.Status + ")."
@@ -223,12 +191,6 @@ func (in *writeStdinIn) validate() error {
 	}
 	if n != 1 {
 		return invalidInput("send exactly one of chars, closeStdin or interrupt")
-	}
-	if len(in.Chars) > commands.StdinMax {
-		return toolErr("stdin_too_large", "chars is limited to 1 MiB per call.")
-	}
-	if strings.ContainsRune(in.Chars, '\x03') {
-		return invalidInput("chars must not contain a literal Ctrl-C (\\u0003); use interrupt")
 	}
 	if !utf8.ValidString(in.Chars) {
 		return invalidInput("chars must be valid UTF-8")

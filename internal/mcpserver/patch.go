@@ -8,7 +8,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/devspace-dev/devspace/internal/edits"
-	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
 )
 
@@ -28,9 +27,6 @@ func (applyPatchIn) schema(s *jsonschema.Schema) {
 }
 
 func (in *applyPatchIn) validate() error {
-	if err := idempotency.ValidateID(in.OperationID); err != nil {
-		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	}
 	if in.Patch == "" {
 		return invalidInput("patch is required")
 	}

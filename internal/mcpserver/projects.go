@@ -11,7 +11,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/devspace-dev/devspace/internal/executions"
-	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/tasks"
 )
@@ -69,7 +68,7 @@ func (in *projectControlIn) validate() error {
 	case "hydrate", "interrupt":
 		// Not recorded (these do not replay), so checked here, the one
 		// place it is read.
-		if in.OperationID != "" && idempotency.ValidateID(in.OperationID) != nil {
+		if in.OperationID != "" && executions.ValidateOperationID(in.OperationID) != nil {
 			return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
 		}
 	}

@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/devspace-dev/devspace/internal/edits"
-	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // TestGeneratedSchemas holds schemas.json, which a starting server
@@ -18,9 +15,9 @@ import (
 // the types give today: a field, tag or bound changed without
 // regenerating fails here. -update (go generate) rewrites the file.
 func TestGeneratedSchemas(t *testing.T) {
-	s := &Server{opts: Options{Widgets: "full", Edits: edits.New(edits.Options{Snapshots: new(undo.Store)})},
+	s := &Server{opts: Options{Widgets: "full"},
 		mcp: mcp.NewServer(&mcp.Implementation{Name: "devspace"}, nil), schemasFromTypes: true}
-	registerTools(s, true)
+	registerTools(s, true, true)
 	fromTypes := map[string]generatedSchema{}
 	for _, tl := range s.tools {
 		fromTypes[tl.spec.name] = generatedSchema{Input: tl.def.InputSchema.(json.RawMessage), Output: tl.def.OutputSchema.(json.RawMessage)}
@@ -54,7 +51,7 @@ func TestGeneratedSchemas(t *testing.T) {
 	}
 	// What a Server publishes is what schemas.json holds.
 	served := &Server{opts: s.opts, mcp: mcp.NewServer(&mcp.Implementation{Name: "devspace"}, nil)}
-	registerTools(served, true)
+	registerTools(served, true, true)
 	if !slices.EqualFunc(served.tools, s.tools, func(a, b tool) bool {
 		return a.spec.name == b.spec.name &&
 			bytes.Equal(a.def.InputSchema.(json.RawMessage), b.def.InputSchema.(json.RawMessage)) &&

@@ -26,7 +26,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/reads"
 	"github.com/devspace-dev/devspace/internal/tasks"
-	"github.com/devspace-dev/devspace/internal/undo"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -84,8 +83,9 @@ type Server struct {
 }
 
 // registerTools adds the widget resources and every tool; the process
-// tools only when commands can run.
-func registerTools(s *Server, commands bool) {
+// tools only when commands can run, undo_patch only when the edits
+// service keeps snapshots.
+func registerTools(s *Server, commands, undo bool) {
 	registerWidget(s)
 	registerProjectTools(s)
 	registerProgressTools(s)
@@ -93,7 +93,9 @@ func registerTools(s *Server, commands bool) {
 	registerFileTools(s)
 	registerChangeTools(s)
 	registerPatchTools(s)
-	registerUndoTools(s)
+	if undo {
+		registerUndoTools(s)
+	}
 	registerInspectTools(s)
 	if commands {
 		registerProcessTools(s)
@@ -106,9 +108,8 @@ func registerTools(s *Server, commands bool) {
 // New that overtakes it waits for the schemas being built, and nothing is
 // built twice. It registers onto a Server that is then dropped.
 func Prepare() {
-	s := &Server{opts: Options{Widgets: "full", Edits: edits.New(edits.Options{Snapshots: new(undo.Store)})},
-		mcp: mcp.NewServer(&mcp.Implementation{Name: "devspace"}, nil)}
-	registerTools(s, true)
+	s := &Server{opts: Options{Widgets: "full"}, mcp: mcp.NewServer(&mcp.Implementation{Name: "devspace"}, nil)}
+	registerTools(s, true, true)
 }
 
 // New builds the MCP server and registers every tool.
@@ -154,7 +155,7 @@ func New(opts Options) *Server {
 			Logger: log.With("component", "mcp-sdk"),
 		})
 	s.mcp.AddReceivingMiddleware(s.filterToolsMiddleware)
-	registerTools(s, opts.Commands != nil && opts.Commands.CanRun())
+	registerTools(s, opts.Commands != nil && opts.Commands.CanRun(), opts.Edits != nil && opts.Edits.UndoEnabled())
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	common := mcp.StreamableHTTPOptions{
 		Logger: log.With("component", "mcp-transport"),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/devspace-dev/devspace/internal/edits"
-	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/oauth"
 )
 
@@ -13,18 +12,6 @@ type undoPatchIn struct {
 	OperationID      string `json:"operationId" jsonschema:"caller-chosen idempotency key (1-128 bytes) of this undo"`
 	PatchOperationID string `json:"patchOperationId,omitempty" jsonschema:"the operationId of the apply_patch to undo (default: the most recent one not undone; with redo: the most recently undone one)"`
 	Redo             bool   `json:"redo,omitempty" jsonschema:"re-apply an undone patch instead"`
-}
-
-func (in *undoPatchIn) validate() error {
-	if err := idempotency.ValidateID(in.OperationID); err != nil {
-		return invalidInput("operationId must be 1-128 bytes of UTF-8 without NUL")
-	}
-	if in.PatchOperationID != "" {
-		if err := idempotency.ValidateID(in.PatchOperationID); err != nil {
-			return invalidInput("patchOperationId must be 1-128 bytes of UTF-8 without NUL")
-		}
-	}
-	return nil
 }
 
 type undoPatchOut struct {
@@ -43,9 +30,6 @@ func (o undoPatchOut) summary() string {
 }
 
 func registerUndoTools(s *Server) {
-	if !s.opts.Edits.UndoEnabled() {
-		return
-	}
 	addTool(s, spec{
 		name:  "undo_patch",
 		title: "Undo or redo a patch",
