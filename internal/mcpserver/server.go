@@ -19,13 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/buildinfo"
-	"github.com/devspace-dev/devspace/internal/commands"
-	"github.com/devspace-dev/devspace/internal/edits"
-	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
-	"github.com/devspace-dev/devspace/internal/reads"
-	"github.com/devspace-dev/devspace/internal/tasks"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -37,14 +32,14 @@ const principalKey = "devspace/principal"
 // Options configure the MCP server. All fields are required unless noted.
 type Options struct {
 	OAuth    *oauth.Server
-	Bindings *executions.Service
-	Tasks    *tasks.Service
+	Bindings Bindings
+	Tasks    Tasks
 	// Reads runs read_files, inspect, skills and show_changes.
-	Reads   *reads.Service
+	Reads   Reads
 	Widgets string // DEVSPACE_WIDGETS: full, changes or off
 	// Commands runs the process tools; nil, or one that cannot run
 	// commands, leaves them unregistered.
-	Commands       *commands.Service
+	Commands       Commands
 	IdentityKey    []byte   // HMAC key for session/Actor references
 	AllowedOrigins []string // Origin values accepted when present (exact match)
 	MaxBodyBytes   int64
@@ -63,8 +58,8 @@ type Options struct {
 	Logger             *slog.Logger // nil discards
 
 	// Edits runs apply_patch and undo_patch; undo_patch is registered when
-	// it keeps snapshots (edits.Service.UndoEnabled).
-	Edits *edits.Service
+	// it keeps snapshots (Edits.UndoEnabled).
+	Edits Edits
 }
 
 // Server is the MCP endpoint. It is safe for concurrent use.
@@ -173,8 +168,7 @@ func New(opts Options) *Server {
 		if p == nil {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{Scopes: p.Scopes, Expiration: p.ExpiresAt, UserID: p.GrantID,
-			Extra: map[string]any{principalKey: p}}, nil
+		return tokenInfo(p), nil
 	}
 	// RequireBearerToken is the only way to put TokenInfo where tools see
 	// it; our own middleware (authenticate) has already verified the token
@@ -276,6 +270,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*oauth.Pr
 		return nil, false
 	}
 	return p, true
+}
+
+// tokenInfo carries a verified principal to the tools: the SDK puts the
+// TokenInfo of a request's context on each MCP request it reads
+// (RequestExtra), where principalOf finds the principal again.
+func tokenInfo(p *oauth.Principal) *auth.TokenInfo {
+	return &auth.TokenInfo{Scopes: p.Scopes, Expiration: p.ExpiresAt, UserID: p.GrantID,
+		Extra: map[string]any{principalKey: p}}
 }
 
 func principalOf(req *mcp.CallToolRequest) *oauth.Principal {
