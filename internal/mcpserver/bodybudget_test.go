@@ -115,6 +115,7 @@ func TestBodyBudgetGrantShare(t *testing.T) {
 // declared length (chunked) is refused as it crosses the bound, not
 // accepted up to a chunk past it.
 func TestBodyOverMaxChunked(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	_, tok := env.Grant(apptest.Approval{})
 	body := io.MultiReader(strings.NewReader(initBody[:len(initBody)-1]+`,"pad":"`), strings.NewReader(strings.Repeat("x", mcpserver.MaxBody)), strings.NewReader(`"}`))

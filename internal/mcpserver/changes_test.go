@@ -20,6 +20,7 @@ func git(t *testing.T, dir string, args ...string) {
 }
 
 func TestShowChangesRepository(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
@@ -86,6 +87,7 @@ func TestShowChangesRepository(t *testing.T) {
 }
 
 func TestShowChangesNestedRoot(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	// The Project root is a subdirectory of a repository: refused.
 	git(t, filepath.Dir(env.Roots["alpha"]), "init", "-q")

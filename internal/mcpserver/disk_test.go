@@ -109,6 +109,7 @@ func freeMiB(path string) int64 {
 // empties its scratch, another grant still patches and runs commands, and
 // the Owner's revoke works, also with the filesystem full.
 func TestDiskGuard(t *testing.T) {
+	t.Parallel()
 	base := testutil.SmallFS(t, 320<<20)
 	env := apptest.Start(t, apptest.Options{Dir: base, Projects: []string{"a", "b"},
 		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_DISK_RESERVE": "64MiB"}})
@@ -193,6 +194,7 @@ func TestDiskGuard(t *testing.T) {
 // past DEVSPACE_SCRATCH_MAX is stopped and emptied, while its command runs
 // and when a quick writer ended before a scan; the execution goes on.
 func TestScratchQuota(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"a"},
 		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_SCRATCH_MAX": "32MiB"}})
 	g := openGrant(t, env, "quota", "a", []string{"project:read", "process:execute"})

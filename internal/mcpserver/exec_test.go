@@ -50,6 +50,7 @@ func waitGone(t *testing.T, marker string) {
 }
 
 func TestExecCommandThroughMCP(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	root := env.Roots["alpha"]
 	os.Mkdir(filepath.Join(root, "sub"), 0o755)
@@ -183,6 +184,7 @@ func TestExecCommandThroughMCP(t *testing.T) {
 // TestProcessCleanupPaths: interrupt, timeout, Thread close refusal, grant
 // revocation and server shutdown each leave no process of the command.
 func TestProcessCleanupPaths(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")
@@ -238,6 +240,7 @@ func TestProcessCleanupPaths(t *testing.T) {
 // process_limit (its own commands to end), a third grant on a Project
 // full of two grants' commands gets process_slots_busy, retryable.
 func TestProcessLimitPerProject(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	m := marker(t)
 	type grant struct {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReadFilesAndSkills(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	outside := filepath.Join(filepath.Dir(root), "outside-secret.txt")

@@ -18,6 +18,7 @@ import (
 // state directory than the command can (found by an attacker review: the
 // unconfined Git leaked auth.json after two reviews).
 func TestReviewRaceCannotEscapeSandbox(t *testing.T) {
+	t.Parallel()
 	env, root := execRepo(t, map[string]string{"a.txt": "one\n", ".gitattributes": "a.txt filter=x\n"})
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("two\n"), 0o644)
 
@@ -54,6 +55,7 @@ func TestReviewRaceCannotEscapeSandbox(t *testing.T) {
 // state directory; the worktree's next command must not be able to read
 // through it (found by an attacker review: it read auth.json).
 func TestWorktreeCommandCannotFollowSourceGitSymlink(t *testing.T) {
+	t.Parallel()
 	env, root := execRepo(t, map[string]string{"README.md": "source\n"})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")

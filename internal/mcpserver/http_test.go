@@ -40,6 +40,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // TestUnauthenticated checks the 401 challenges ChatGPT depends on,
 // including GET (stale reconnect) and wrong-audience tokens.
 func TestUnauthenticated(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	_, tok := env.Grant(apptest.Approval{})
 	for name, tc := range map[string]struct {
@@ -88,6 +89,7 @@ func TestUnauthenticated(t *testing.T) {
 // TestHostileHTTP sends malformed and abusive requests: every one must get
 // a bounded, correct answer and the server must keep serving.
 func TestHostileHTTP(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MAX_REQUEST_BODY": "1MiB"}})
 	_, tok := env.Grant(apptest.Approval{})
 	auth := map[string]string{"Authorization": "Bearer " + tok.AccessToken}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestInspectThroughMCP(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	os.MkdirAll(filepath.Join(root, "src", "deep"), 0o755)

@@ -58,6 +58,7 @@ func startDaemonUnderInterrupt(t *testing.T, cs *mcp.ClientSession, me map[strin
 // reaches a command as long as any process of its tree is alive, and
 // answers 0 only once none is.
 func TestSecondInterruptWhileTreeLives(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")
@@ -107,6 +108,7 @@ func TestSecondInterruptWhileTreeLives(t *testing.T) {
 // escalates like project_control interrupt: the setsid daemon SIGINT
 // leaves alive is killed, the state says so, and the Project is free.
 func TestWriteStdinInterruptKillsDaemon(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")

@@ -87,6 +87,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 }
 
 func TestMCPEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}})
 	os.WriteFile(filepath.Join(env.Roots["alpha"], "AGENTS.md"), []byte("# Alpha rules\nRun make test before you finish.\n"), 0o644)
 	_, tok := env.Grant(apptest.Approval{Projects: []string{"alpha", "beta"}, Scopes: []string{"project:read", "project:write", "process:execute"}})
@@ -175,6 +176,7 @@ func mustJSON(v any) string {
 }
 
 func TestScopesAndIsolation(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}})
 	c := env.Register("iso", "http://127.0.0.1:9/cb", "client_secret_basic")
 	a := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}, Scopes: []string{"project:read"}})
@@ -233,6 +235,7 @@ func TestScopesAndIsolation(t *testing.T) {
 }
 
 func TestInstructionPagingAndCursors(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	big := strings.Repeat("Follow the house style in every file you touch.\n", 600) // ~29 KB: 3 pages
 	os.WriteFile(filepath.Join(env.Roots["alpha"], "AGENTS.md"), []byte(big), 0o644)
@@ -299,6 +302,7 @@ func TestInstructionPagingAndCursors(t *testing.T) {
 }
 
 func TestOperationIDs(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	_, tok := env.Grant(apptest.Approval{Projects: []string{"alpha"}})
 	cs := connect(t, env, tok.AccessToken, "")

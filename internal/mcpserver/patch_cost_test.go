@@ -42,6 +42,7 @@ func (s *statements) take() []string {
 // first call did. docs/performance.md quotes these numbers; the bounds
 // keep them from growing unnoticed.
 func TestApplyPatchStatements(t *testing.T) {
+	t.Parallel()
 	var sql statements
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, OnStatement: sql.record})
 	cs, me, version := openToPatch(t, env, "main.go", "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n")

@@ -12,6 +12,7 @@ import (
 // patch to keys/config changes .ssh/config and needs allowSensitive, as
 // read_files does.
 func TestApplyPatchSensitiveBehindSymlink(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	if err := os.MkdirAll(filepath.Join(root, ".ssh"), 0o700); err != nil {

@@ -18,6 +18,7 @@ func readVersion(t *testing.T, cs any, sc map[string]any) string {
 }
 
 func TestApplyPatchThroughMCP(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"), 0o644)
@@ -138,6 +139,7 @@ func TestApplyPatchThroughMCP(t *testing.T) {
 // its own code: a hunk that matches twice is patch_ambiguous (add context),
 // not patch_context_not_found (re-read the file).
 func TestApplyPatchHunkErrors(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	cs, me, version := openToPatch(t, env, "twice.txt", "x\ny\nx\n")
 	for _, tc := range []struct {

@@ -29,6 +29,7 @@ import (
 // directory (database and write-ahead log, undo snapshots, intent
 // records), before and after the server stops, and the log.
 func TestSensitivePatchLeavesNoRecord(t *testing.T) {
+	t.Parallel()
 	const marker = "SECRET_MARKER_15"
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]

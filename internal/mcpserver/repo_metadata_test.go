@@ -31,6 +31,7 @@ func contentHash(b []byte) string {
 // repository on disk is byte-identical afterwards, and the owner's own
 // `git status` on the host runs nothing a patch could have planted.
 func TestGitMetadataNeverWritten(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	testutil.Git(t, root, "init", "-q")
@@ -140,6 +141,7 @@ func lines(p, s string) string {
 // undo_patch refuses with path_denied (repository_metadata), the
 // repository on disk is byte-identical and the owner's git runs nothing.
 func TestUndoPatchRefusesRepositoryMetadata(t *testing.T) {
+	t.Parallel()
 	const hook = "#!/bin/sh\ntouch \"$(git rev-parse --show-toplevel)/PWNED\"\n"
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
@@ -211,6 +213,7 @@ func TestUndoPatchRefusesRepositoryMetadata(t *testing.T) {
 // inspect grep with and without path, ls, glob, AGENTS.md at the root and
 // nested, skills and skill:// reads. No secret byte in any result.
 func TestSecretsNeverLeaveThroughLinks(t *testing.T) {
+	t.Parallel()
 	const marker = "SECRET-MARKER-c4f1"
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]

@@ -55,6 +55,7 @@ func gauge(t *testing.T, env *apptest.Env, n string) int64 {
 // reported killed; other executions cannot read it; revoke retires it and
 // 24 h after the command ended it expires.
 func TestRetainedOutputSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	scopes := []string{"project:read", "project:write", "process:execute"}
 	client, tok := env.Grant(apptest.Approval{Scopes: scopes})
@@ -179,6 +180,7 @@ func TestRetainedOutputSurvivesRestart(t *testing.T) {
 // lookup and the read of its file. The file being gone then means the
 // output no longer exists — process_not_found — not a server fault.
 func TestRetainedOutputRetiredDuringRead(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")

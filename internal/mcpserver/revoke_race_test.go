@@ -26,6 +26,7 @@ import (
 // (the lock is FIFO); the revoke kills the running command, which frees
 // the lease for both. Neither may take effect now.
 func TestRevokeStopsCallsInFlight(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"revoke", "revoke-all"} {
 		t.Run(how, func(t *testing.T) { revokeRace(t, how) })
 	}

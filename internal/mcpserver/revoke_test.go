@@ -36,6 +36,7 @@ func subdirs(t *testing.T, dir string) []string {
 // retires A's retained output, and leaves grant B's commands, snapshots
 // and output untouched.
 func TestRevokeClosesGrantResources(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"a", "b"}, Env: execScopes})
 	scopes := []string{"project:read", "project:write", "process:execute"}
 	type grant struct {

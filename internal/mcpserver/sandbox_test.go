@@ -63,6 +63,7 @@ func refused(sc map[string]any) bool {
 // it may write alpha. A grant without project:write runs commands, always
 // read-only.
 func TestExecSandboxThroughMCP(t *testing.T) {
+	t.Parallel()
 	needLandlock(t)
 	env := apptest.Start(t, apptest.Options{Env: execScopes})
 	alpha, beta := env.Roots["alpha"], env.Roots["beta"]
@@ -110,6 +111,7 @@ func TestExecSandboxThroughMCP(t *testing.T) {
 // test hook), process:execute is no longer offered, and a grant that got
 // it before is refused with sandbox_unavailable.
 func TestSandboxFailClosed(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 
@@ -168,6 +170,7 @@ func itoa(n int) string {
 // loop in the background ignores SIGINT. The interrupt must still end the
 // whole tree, say so, and free the Project for apply_patch.
 func TestInterruptFreesProject(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")

@@ -12,6 +12,7 @@ import (
 // before any tool runs (no execution is open here, so a call that got past
 // validation would answer project_execution_required instead).
 func TestPublishedSchemaIsEnforced(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Projects: []string{"alpha"},
 		Scopes: []string{"project:read", "project:write", "process:execute"}})

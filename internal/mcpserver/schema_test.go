@@ -40,6 +40,7 @@ var requiredScopes = map[string][]string{
 // TestToolSnapshots compares every tool's public definition with its
 // golden file and checks the parts ChatGPT's review relies on.
 func TestToolSnapshots(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "2025-11-25")
@@ -105,6 +106,7 @@ func checkTool(t *testing.T, tl *mcp.Tool) {
 // TestToolsListPerScopeSet checks that tools/list shows exactly the tools
 // whose scopes the grant holds.
 func TestToolsListPerScopeSet(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}})
 	for _, scopes := range [][]string{
 		{"project:read"},

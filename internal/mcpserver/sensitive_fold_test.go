@@ -14,6 +14,7 @@ import (
 // id_rsa…), so read_files refuses it without allowSensitive and inspect's
 // grep does not search it, whatever the filesystem under the test.
 func TestSensitiveNamesFoldAsFilesystemsDo(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	names := []string{

@@ -58,6 +58,7 @@ func pingSession(t *testing.T, token, url, id string) int {
 // TestSessionsCappedPerGrant: a grant that opens more sessions than its
 // cap loses its least recently used ones; another grant keeps its own.
 func TestSessionsCappedPerGrant(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "3"}})
 	_, a := env.Grant(apptest.Approval{})
 	_, b := env.Grant(apptest.Approval{})
@@ -124,6 +125,7 @@ func listen(t *testing.T, token, url, id string) (stop func()) {
 // since: go-sdk v1.8 does not count GET streams as use and closes such a
 // session at its idle timeout anyway, while the other session was used.
 func TestSessionCapCountsPOSTsNotStreams(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_MCP_MAX_SESSIONS_PER_GRANT": "2"}})
 	_, tok := env.Grant(apptest.Approval{})
 	var ids []string

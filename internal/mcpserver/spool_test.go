@@ -48,6 +48,7 @@ func (g *grantConn) headAndTail(t *testing.T, ref string, n int) (head, tail str
 // share, the other grant's new command kept none of its output and its
 // earlier output answered process_not_found after the next sweep.
 func TestOutputGrantShare(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"a", "b"}, Env: execScopes})
 	scopes := []string{"project:read", "process:execute"}
 	flooder := openGrant(t, env, "flooder", "a", scopes)

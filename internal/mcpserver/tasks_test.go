@@ -11,6 +11,7 @@ import (
 )
 
 func TestSaveProgressBoundsAndRevisions(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	_, tok := env.Grant(apptest.Approval{})
 	cs := connect(t, env, tok.AccessToken, "")
@@ -87,6 +88,7 @@ func TestSaveProgressBoundsAndRevisions(t *testing.T) {
 }
 
 func TestResumeAcrossGrants(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	c := env.Register("resume", "http://127.0.0.1:9/cb", "client_secret_basic")
 	a := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}, Scopes: []string{"project:read", "project:write"}})
@@ -147,6 +149,7 @@ func TestResumeAcrossGrants(t *testing.T) {
 // directory or the log. The Tasks service was once built without a
 // detector (tasks.New(st, ops, nil)) and saved credentials as is.
 func TestSaveProgressRefusesSecrets(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	_, tok := env.Grant(apptest.Approval{})
 	cs := connect(t, env, tok.AccessToken, "")

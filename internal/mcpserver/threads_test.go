@@ -10,6 +10,7 @@ import (
 )
 
 func TestThreads(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	c := env.Register("threads", "http://127.0.0.1:9/cb", "client_secret_basic")
 	a := env.GrantFor(c, apptest.Approval{Projects: []string{"alpha"}})

@@ -19,6 +19,7 @@ import (
 // directory, and a FIFO where the patch deleted a file are each
 // undo_conflict naming the path, and the Project is left as it was.
 func TestUndoGuardComparesTypeAndMode(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	testutil.WriteFile(t, root, "gone.txt", "bye\n")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestUndoPatchThroughMCP(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	crlf := []byte("one\r\ntwo\r\nthree\r\n")

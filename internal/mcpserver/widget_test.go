@@ -11,6 +11,7 @@ import (
 )
 
 func TestWidgetResources(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{})
 	_, tok := env.Grant(apptest.Approval{})
 	cs := connect(t, env, tok.AccessToken, "2025-11-25")
@@ -41,6 +42,7 @@ func TestWidgetResources(t *testing.T) {
 }
 
 func TestWidgetsOff(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Env: map[string]string{"DEVSPACE_WIDGETS": "off"}})
 	_, tok := env.Grant(apptest.Approval{})
 	cs := connect(t, env, tok.AccessToken, "2025-11-25")

@@ -23,6 +23,7 @@ func branches(t *testing.T, dir string) string {
 }
 
 func TestManagedWorktrees(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha", "beta"}, Env: execScopes})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
