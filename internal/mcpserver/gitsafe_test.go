@@ -32,6 +32,7 @@ func noHostPaths(t *testing.T, env *apptest.Env, outs ...map[string]any) {
 // names a repository outside the Project and .git/index is gone. Neither
 // show_changes nor a worktree open may read or write that repository.
 func TestRepositoryUnsafeCommondir(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
@@ -80,6 +81,7 @@ func TestRepositoryUnsafeCommondir(t *testing.T) {
 // and an ssh command planted in the Project's .git run neither during
 // show_changes nor during a worktree open, review and close.
 func TestGitRunsNoRepositoryCode(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
@@ -130,6 +132,7 @@ func TestGitRunsNoRepositoryCode(t *testing.T) {
 // and neither open, show_changes nor read_files of .git (refused, or at
 // least relative) shows a host path.
 func TestWorktreeNamesNoHostPath(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
@@ -166,6 +169,7 @@ func TestWorktreeNamesNoHostPath(t *testing.T) {
 // repository outside (as a command in the worktree could) is refused by
 // show_changes and by closing its Thread, which keeps the worktree.
 func TestWorktreeRedirected(t *testing.T) {
+	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}})
 	root := env.Roots["alpha"]
 	git(t, root, "init", "-q")
