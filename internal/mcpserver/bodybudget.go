@@ -8,10 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
+	"github.com/devspace-dev/devspace/internal/shares"
 )
 
 // Bounds of the in-flight body budget. A request body costs several times
@@ -44,91 +43,14 @@ const (
 // host's ~12 s first-byte limit). Tests shorten it.
 var bodyWait = 5 * time.Second
 
-// errBodyBudget means the body budget (global or the grant's share) had no
-// room within bodyWait.
-var errBodyBudget = errors.New("request body budget exhausted")
-
-// bodyBudget is the global budget plus one share per grant. It is safe for
-// concurrent use.
-type bodyBudget struct {
-	total *semaphore.Weighted
-	share int64
-
-	mu     sync.Mutex
-	grants map[string]*grantShare
-}
-
-type grantShare struct {
-	sem   *semaphore.Weighted
-	users int // requests using sem; the entry goes when it drops to zero
-}
-
-func newBodyBudget(total, share int64) *bodyBudget {
-	return &bodyBudget{total: semaphore.NewWeighted(total), share: min(share, total), grants: map[string]*grantShare{}}
-}
-
-// bodyReservation is what one request holds.
-type bodyReservation struct {
-	b     *bodyBudget
-	grant string
-	gs    *grantShare
-	held  int64
-}
-
-func (b *bodyBudget) open(grant string) *bodyReservation {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	gs := b.grants[grant]
-	if gs == nil {
-		gs = &grantShare{sem: semaphore.NewWeighted(b.share)}
-		b.grants[grant] = gs
-	}
-	gs.users++
-	return &bodyReservation{b: b, grant: grant, gs: gs}
-}
-
-// take reserves n more bytes, the grant's share first, waiting until ctx
-// ends.
-func (r *bodyReservation) take(ctx context.Context, n int64) error {
-	if err := r.gs.sem.Acquire(ctx, n); err != nil {
-		return errBodyBudget
-	}
-	if err := r.b.total.Acquire(ctx, n); err != nil {
-		r.gs.sem.Release(n)
-		return errBodyBudget
-	}
-	r.held += n
-	return nil
-}
-
-// give returns n of the bytes held.
-func (r *bodyReservation) give(n int64) {
-	if n <= 0 {
-		return
-	}
-	r.held -= n
-	r.b.total.Release(n)
-	r.gs.sem.Release(n)
-}
-
-// close returns everything held. It must be called exactly once.
-func (r *bodyReservation) close() {
-	r.give(r.held)
-	r.b.mu.Lock()
-	defer r.b.mu.Unlock()
-	if r.gs.users--; r.gs.users == 0 {
-		delete(r.b.grants, r.grant)
-	}
-}
-
 // readBody reads the request body into memory, budgeting the bytes as they
 // arrive (each wait for room bounded by bodyWait), and replaces r.Body with
 // the copy. It returns the reservation to close once the request is done,
 // or answers the request itself and returns nil: 408 for a body that
 // stalled (httpserver's body deadline), 413 beyond the limit, 503 with
 // Retry-After when the budget had no room.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) *bodyReservation {
-	res := s.bodies.open(grant)
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) *shares.Reservation {
+	res := s.bodies.Open(grant)
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= s.bodyMax {
 		// The declared length sizes the buffer only as far as it arrives.
@@ -140,13 +62,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 		}
 		for {
 			ctx, cancel := context.WithTimeout(r.Context(), bodyWait)
-			err := res.take(ctx, bodyChunk*decodeCost)
+			err := res.Take(ctx, bodyChunk*decodeCost)
 			cancel()
 			if err != nil {
 				return err
 			}
 			n, rerr := buf.ReadFrom(&limitedOnce{r: r.Body, n: bodyChunk})
-			res.give((bodyChunk - n) * decodeCost)
+			res.Give((bodyChunk - n) * decodeCost)
 			switch {
 			case int64(buf.Len()) > s.bodyMax:
 				return &http.MaxBytesError{Limit: s.bodyMax}
@@ -162,10 +84,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, grant string) 
 		r.Body = readCloser{bytes.NewReader(buf.Bytes()), r.Body}
 		return res
 	}
-	res.close()
+	res.Close()
 	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBodyBudget):
+	case errors.Is(err, shares.ErrExhausted):
 		if r.Context().Err() == nil {
 			s.log.Warn("request bodies over budget; answering 503")
 			w.Header().Set("Retry-After", "2")

@@ -198,7 +198,7 @@ func TestProjectControlHandler(t *testing.T) {
 		"open refused": {map[string]any{"action": "open", "operationId": "op-1"}, "Open", executions.ErrProjectRefRequired,
 			envelope{Code: "project_ref_required", Category: catInput, OperationID: "op-1"}},
 		"open failed": {map[string]any{"action": "open", "operationId": "op-1"}, "Open", errors.New("disk I/O error"),
-			envelope{Code: "internal_error", Category: catInternal}},
+			envelope{Code: "internal_error", Category: catInternal, OperationID: "op-1"}},
 		"resume refused": {map[string]any{"action": "resume", "operationId": "op-2", "taskRef": "tsk_1"}, "Resume", executions.ErrTaskNotFound,
 			envelope{Code: "project_task_not_found", Category: catState, OperationID: "op-2"}},
 		"hydrate refused": {map[string]any{"action": "hydrate", "cursor": "cur-2"}, "Hydrate", cursor.ErrExpired,

@@ -21,6 +21,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/buildinfo"
 	"github.com/devspace-dev/devspace/internal/metrics"
 	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/shares"
 )
 
 // StatelessVersion is the first protocol revision served statelessly
@@ -70,7 +71,7 @@ type Server struct {
 	tools     []tool
 	stateful  http.Handler
 	stateless http.Handler
-	bodies    *bodyBudget     // in-flight POST body bytes, as they arrive
+	bodies    *shares.Budget  // in-flight POST body bytes, as they arrive
 	sessions  *sessionTracker // stateful sessions by grant, for the per-grant cap
 	bodyMax   int64           // one body's maximum (MaxBodyBytes)
 
@@ -133,7 +134,7 @@ func New(opts Options) *Server {
 	if share <= 0 {
 		share = budget / 2
 	}
-	s.bodies = newBodyBudget(budget, max(share, largest))
+	s.bodies = shares.New(budget, max(share, largest))
 	idle := opts.SessionIdleTimeout
 	if idle <= 0 {
 		idle = DefaultSessionIdleTimeout
@@ -198,7 +199,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if body == nil {
 			return
 		}
-		defer body.close()
+		defer body.Close()
 		if !s.refuseBatch(w, r) {
 			return
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/executions"
-	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/project"
 	"github.com/devspace-dev/devspace/internal/reads"
 	"github.com/devspace-dev/devspace/internal/tasks"
@@ -78,12 +77,10 @@ type Edits interface {
 	UndoEnabled() bool
 }
 
-// Commands runs the process tools (commands.Service): CanRun says whether
-// they are offered, Sandbox (called only when CanRun) how commands are
-// confined.
+// Commands runs the process tools (commands.Service); CanRun says whether
+// they are offered.
 type Commands interface {
 	CanRun() bool
-	Sandbox() process.SandboxState
 	Start(ctx context.Context, h executions.Handle, req commands.StartRequest) (commands.View, error)
 	WriteStdin(ctx context.Context, h executions.Handle, in commands.Input) (commands.View, error)
 	Read(ctx context.Context, h executions.Handle, req commands.ReadRequest) (*commands.Output, error)
