@@ -48,21 +48,6 @@ func checkCommandFailures(t *testing.T, tool, method string, args map[string]any
 	}
 }
 
-// checkRefusedAs checks that tool refuses each of args with want before
-// any service runs.
-func checkRefusedAs(t *testing.T, tool string, want envelope, cases map[string]map[string]any) {
-	t.Helper()
-	for name, args := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f := newFakes(t)
-			h := startHandlers(t, f, testPrincipal(allScopes...))
-			wantError(t, h.call(tool, args), want)
-			f.wantCalls(t)
-		})
-	}
-}
-
 func TestExecCommandHandler(t *testing.T) {
 	t.Parallel()
 	exited := commands.View{ProcessRef: "prc_1", OutputRef: "out_1", Status: "exited", ExitCode: &zero, Revision: 2,
