@@ -30,6 +30,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -162,9 +163,19 @@ func (e *Env) start() {
 		sink = io.Discard
 	}
 	log := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a, err := app.New(context.Background(), cfg, log, app.Options{Now: e.Clock.Now,
+	opts := app.Options{Now: e.Clock.Now,
 		AllowLoopbackMetadata: e.opts.AllowLoopbackMetadata, MetadataHTTPClient: e.opts.MetadataHTTPClient,
-		SandboxProbe: e.opts.SandboxProbe, OnStatement: e.opts.OnStatement})
+		SandboxProbe: e.opts.SandboxProbe, OnStatement: e.opts.OnStatement}
+	a, err := app.New(context.Background(), cfg, log, opts)
+	// A Restart in this process can find the state directory still
+	// locked for a moment: a child that a parallel test forked (a command,
+	// git) while Stop closed the lock file holds a copy of its descriptor,
+	// and with it the flock, until it execs (O_CLOEXEC). A restarted
+	// server is a new process and never sees this.
+	for deadline := time.Now().Add(5 * time.Second); errors.Is(err, store.ErrLocked) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		a, err = app.New(context.Background(), cfg, log, opts)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

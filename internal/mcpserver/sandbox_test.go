@@ -168,9 +168,10 @@ func itoa(n int) string {
 
 // TestInterruptFreesProject replays issue 16's interrupt defect: a setsid
 // loop in the background ignores SIGINT. The interrupt must still end the
-// whole tree, say so, and free the Project for apply_patch.
+// whole tree, say so, and free the Project for apply_patch. Not
+// parallel, like TestWriteStdinInterruptKillsDaemon: the Project must be
+// free within 2 s.
 func TestInterruptFreesProject(t *testing.T) {
-	t.Parallel()
 	env := apptest.Start(t, apptest.Options{Projects: []string{"alpha"}, Env: execScopes})
 	_, tok := env.Grant(apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	cs := connect(t, env, tok.AccessToken, "")
