@@ -195,11 +195,11 @@ func (s *Service) Start(ctx context.Context, h executions.Handle, req StartReque
 // (then Do marks its operation unknown and says so).
 func (s *Service) start(ctx context.Context, h executions.Handle, req StartRequest, dir string) (*entry, error) {
 	proj, cmd, o := h.Project(), req.Command, ownerOf(h)
-	release, err := s.table.reserve(o.GrantID, proj.Ref)
+	sl, err := s.table.reserve(o.GrantID, proj.Ref)
 	if err != nil {
 		return nil, idempotency.NotStarted(err)
 	}
-	defer release()
+	defer sl.release()
 	// A command that cannot write the Project holds no patch back.
 	leaseMode := rootlock.Command
 	if req.Sandbox == SandboxReadOnly {
@@ -253,7 +253,7 @@ func (s *Service) start(ctx context.Context, h executions.Handle, req StartReque
 		}
 		recorded = true
 	}
-	if err := s.table.add(e, h); err != nil {
+	if err := s.table.add(e, h, sl); err != nil {
 		// The execution closed while this command started, and its close
 		// may have killed the group before the command was there:
 		// nothing may stay, its scratch included.

@@ -69,12 +69,13 @@ type table struct {
 // meanwhile. The check is under the table's lock, and a close cancels the
 // handle before it drops the execution's commands (dropExec): so either
 // add sees the close, or dropExec finds e.
-func (t *table) add(e *entry, h executions.Handle) error {
+func (t *table) add(e *entry, h executions.Handle, sl *slot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := h.Err(); err != nil {
 		return err
 	}
+	sl.freeLocked() // the entry counts from now on
 	if t.byRef == nil {
 		t.byRef, t.byOut, t.byExec = map[string]*entry{}, map[string]*entry{}, map[string][]*entry{}
 	}
@@ -90,9 +91,10 @@ func (t *table) add(e *entry, h executions.Handle) error {
 // (MaxPerGrant), ErrSlotsBusy when the Project's slots (MaxPerProject)
 // are taken by several grants' commands. Counting and reserving happen
 // under one lock, so commands started at once cannot pass a bound
-// together. The caller calls release once the command is in the table
-// or failed to start.
-func (t *table) reserve(grant, project string) (release func(), err error) {
+// together. add consumes the slot under that lock as the command enters
+// the table (it never counts twice); the caller calls release when done,
+// which frees the slot of a command that never entered.
+func (t *table) reserve(grant, project string) (*slot, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	inProject, ofGrant, ofGrantInProject := t.pending[project], t.pending[grant], t.pending[grant+"\x00"+project]
@@ -121,22 +123,39 @@ func (t *table) reserve(grant, project string) (release func(), err error) {
 	if t.pending == nil {
 		t.pending = map[string]int{}
 	}
-	keys := []string{project, grant, grant + "\x00" + project}
-	for _, k := range keys {
+	sl := &slot{t: t, keys: []string{project, grant, grant + "\x00" + project}}
+	for _, k := range sl.keys {
 		t.pending[k]++
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			for _, k := range keys {
-				if t.pending[k]--; t.pending[k] == 0 {
-					delete(t.pending, k)
-				}
-			}
-		})
-	}, nil
+	return sl, nil
+}
+
+// slot is a command slot reserve took: pending until the command enters
+// the table (add) or is released.
+type slot struct {
+	t    *table
+	keys []string
+	done bool // under t.mu
+}
+
+// freeLocked gives the slot's pending count back; t.mu is held.
+func (sl *slot) freeLocked() {
+	if sl.done {
+		return
+	}
+	sl.done = true
+	for _, k := range sl.keys {
+		if sl.t.pending[k]--; sl.t.pending[k] == 0 {
+			delete(sl.t.pending, k)
+		}
+	}
+}
+
+// release frees the slot unless its command entered the table.
+func (sl *slot) release() {
+	sl.t.mu.Lock()
+	defer sl.t.mu.Unlock()
+	sl.freeLocked()
 }
 
 // grantMax is the most command slots one grant's live commands hold.
