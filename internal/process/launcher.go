@@ -117,6 +117,10 @@ func LauncherMain(args []string) int {
 		return 1
 	}
 	limits := limitsFromEnv()
+	if err := commandPriority(limits.Nice); err != nil {
+		fmt.Fprintln(os.Stderr, "devspace: __launch: nice:", err)
+		return 1
+	}
 	if err := commandOOMScore(); err != nil {
 		fmt.Fprintln(os.Stderr, "devspace: __launch: oom_score_adj:", err)
 		return 1
@@ -478,6 +482,26 @@ func commandRlimits(c commandLimits) error {
 	}
 	n := min(uint64(c.NProc), old.Max)
 	return unix.Prlimit(0, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
+}
+
+// commandPriority lowers the CPU priority of the calling thread — the
+// locked one that execs the command, whose processes all inherit it — to
+// nice, and that of the launcher's new session's autogroup, which is what
+// the scheduler weighs against the server's where sessions are scheduled
+// as groups. The autogroup's is best effort: the kernel has none (no
+// CONFIG_SCHED_AUTOGROUP), or rate-limits the change without
+// CAP_SYS_ADMIN (EAGAIN: one change a tenth of a second machine-wide);
+// where autogroups are off or the server is in a CPU cgroup it weighs
+// nothing anyway.
+func commandPriority(nice int) error {
+	if nice <= 0 {
+		return nil
+	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
+		return err
+	}
+	_ = os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(nice)), 0)
+	return nil
 }
 
 // commandOOMScore makes the launcher, and so its command, the kernel OOM
