@@ -355,6 +355,8 @@ type launcherProc struct {
 	// cgroup is the one it is in: forCgroup, or "" when that could not be
 	// created or entered (the command then runs without one).
 	forCgroup, cgroup string
+	// nice is the CPU priority of its command (commandLimits.Nice).
+	nice int
 }
 
 // startLauncher starts a launcher, from the supervisor's locked main
@@ -438,7 +440,7 @@ func startLauncher(cgroup string, o launcherOpts) (*launcherProc, error) {
 		return nil, fmt.Errorf("start the launcher: %w", err)
 	}
 	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))
-	l := &launcherProc{pid: pid, conn: conn, forCgroup: cgroup, cgroup: placed}
+	l := &launcherProc{pid: pid, conn: conn, forCgroup: cgroup, cgroup: placed, nice: o.limits.Nice}
 	l.rd = bufio.NewReaderSize(&l.recv, 4<<10)
 	l.recv.fd = fds[0]
 	return l, nil
@@ -589,6 +591,7 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 	if err != nil {
 		return "", -1, err
 	}
+	l.groupPriority()
 	rights := syscall.UnixRights(stdin, output)
 	if err := syscall.Sendmsg(int(l.conn.Fd()), []byte{'F'}, rights, nil, 0); err != nil {
 		return "", -1, errLauncherGone
@@ -617,6 +620,23 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 		return "", -1, launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
 	}
 	return r.Sandbox, -1, nil
+}
+
+// groupPriority sets the nice of the launcher's session's autogroup from
+// the supervisor, once the launcher is in a session of its own (never the
+// server's: before its setsid it shares the server's autogroup). The
+// launcher tries first (commandPriority); the supervisor is outside the
+// command's user namespace, so where the server has CAP_SYS_ADMIN (root
+// on a bare host) the kernel's rate limit does not refuse it. Best
+// effort, like the launcher's.
+func (l *launcherProc) groupPriority() {
+	if l.nice <= 0 {
+		return
+	}
+	if sid, err := unix.Getsid(l.pid); err != nil || sid != l.pid {
+		return
+	}
+	_ = os.WriteFile("/proc/"+strconv.Itoa(l.pid)+"/autogroup", []byte(strconv.Itoa(l.nice)), 0)
 }
 
 // launchError is a launcher's failure; it unwraps to its errno.
