@@ -29,7 +29,7 @@ func TestJournalRoom(t *testing.T) {
 		t.Fatalf("empty journal, entry over the byte limit: %v, want ErrJournalFull", err)
 	}
 	for _, n := range []int{400, 300} {
-		if _, err := s.AppendJournal(ctx, "e1", "[]", strings.Repeat("x", n)); err != nil {
+		if _, err := s.AppendJournal(ctx, "e1", JournalApplied, "[]", strings.Repeat("x", n)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,7 +39,7 @@ func TestJournalRoom(t *testing.T) {
 	if err := s.JournalRoom(ctx, "e1", 301, lim); !errors.Is(err, ErrJournalFull) {
 		t.Fatalf("700 + 301 bytes: %v, want ErrJournalFull", err)
 	}
-	if _, err := s.AppendJournal(ctx, "e1", "[]", "y"); err != nil {
+	if _, err := s.AppendJournal(ctx, "e1", JournalApplied, "[]", "y"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.JournalRoom(ctx, "e1", 1, lim); !errors.Is(err, ErrJournalFull) {
@@ -79,7 +79,7 @@ func BenchmarkJournalRoom(b *testing.B) {
 	}
 	diff := strings.Repeat("+a line of a large diff\n", 500<<10/24)
 	for range 10 {
-		if _, err := s.AppendJournal(ctx, "e1", "[]", diff); err != nil {
+		if _, err := s.AppendJournal(ctx, "e1", JournalApplied, "[]", diff); err != nil {
 			b.Fatal(err)
 		}
 	}
