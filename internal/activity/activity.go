@@ -229,11 +229,12 @@ func (r *Recorder) Dropped() int64 {
 func (r *Recorder) SetRunning(n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.running = n
+	// A minute this starts began at the level before: it ran too.
 	if b := r.bucketLocked(r.now()); b != nil {
 		b.running = max(b.running, n)
 		b.runningLast = n
 	}
+	r.running = n
 }
 
 // Hour returns the 60 minutes up to and including now's, oldest first.
