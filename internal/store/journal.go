@@ -99,13 +99,18 @@ type JournalRecord struct {
 	CreatedAt                     time.Time
 }
 
-// recentJournalSQL lists entries of some kinds, newest first, from the
-// index patch_journal_kind (migration 12): only the rows listed are read,
-// and of them the columns before the diff and a prefix of the diff. %s is
-// the diff column's expression.
-const recentJournalSQL = `SELECT j.id AS seq, j.execution_id, e.grant_id, e.project_ref AS project, j.kind, j.files, %s AS diff,
-	j.bytes, j.created_at FROM patch_journal j INDEXED BY patch_journal_kind JOIN executions e ON e.id = j.execution_id
-	WHERE j.kind IN ? ORDER BY j.id DESC LIMIT ?`
+// recentJournalSQL lists entries of some kinds, newest first. The
+// entries, and all they list but the file list and the diff, come from
+// the index patch_journal_kind alone (migration 12): a column after the
+// diff in the row would cost a walk of the diff's overflow pages. Only
+// the rows chosen are read, for the file list (before the diff) and the
+// diff when asked (%s is its expression).
+const recentJournalSQL = `SELECT k.id AS seq, k.execution_id, e.grant_id, e.project_ref AS project, k.kind, j.files, %s AS diff,
+	k.bytes, k.created_at
+	FROM (SELECT id, execution_id, kind, created_at, bytes FROM patch_journal INDEXED BY patch_journal_kind
+		WHERE kind IN ? ORDER BY id DESC LIMIT ?) k
+	JOIN patch_journal j ON j.id = k.id JOIN executions e ON e.id = k.execution_id
+	ORDER BY k.id DESC`
 
 // RecentJournal returns up to n entries of any execution whose kind is one
 // of kinds ("" for the entries written before kinds were recorded), newest
