@@ -147,13 +147,15 @@ func New(opts Options) *Recorder {
 	return r
 }
 
-// Record adds a call: to the ring Recent reads, to its minute, and to
-// each subscriber's queue that has room (a full queue misses it). It
-// takes one short lock and allocates only for a tool's first call in a
-// minute.
+// Record adds a call that just ended: to the ring Recent reads, to the
+// current minute (by the Recorder's clock, the one Hour and SetRunning
+// go by; c.At is what Recent shows), and to each subscriber's queue that
+// has room (a full queue misses it). It takes one short lock and
+// allocates only for a tool's first call in a minute.
 func (r *Recorder) Record(c Call) {
+	now := r.now()
 	if c.At.IsZero() {
-		c.At = r.now()
+		c.At = now
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -161,7 +163,7 @@ func (r *Recorder) Record(c Call) {
 	if r.next++; r.next == len(r.ring) {
 		r.next, r.full = 0, true
 	}
-	if b := r.bucketLocked(c.At); b != nil {
+	if b := r.bucketLocked(now); b != nil {
 		b.add(c)
 	}
 	for s := range r.subs {
@@ -270,8 +272,8 @@ func (r *Recorder) Hour(now time.Time) []Minute {
 }
 
 // bucketLocked returns the bucket of t's minute, starting it afresh when
-// its slot holds an older minute; nil when t is too old for the hour
-// kept. r.mu is held.
+// its slot holds an older minute; nil when the clock went back over an
+// hour. r.mu is held.
 func (r *Recorder) bucketLocked(t time.Time) *bucket {
 	start := t.Truncate(time.Minute)
 	b := &r.minutes[slot(start)]
@@ -279,7 +281,7 @@ func (r *Recorder) bucketLocked(t time.Time) *bucket {
 		return b
 	}
 	if !b.start.IsZero() && b.start.After(start) {
-		return nil // the slot holds a later minute: t is over an hour old
+		return nil // the slot holds a later minute: the clock went back
 	}
 	*b = bucket{start: start, running: r.running, runningFirst: r.running, runningLast: r.running}
 	return b

@@ -216,9 +216,9 @@ func TestMemoryBounded(t *testing.T) {
 	}
 }
 
-// TestHourRollsOver: calls land in their minute; the hour is the 60
-// minutes up to now, oldest first; a minute slot reused an hour later
-// starts empty; calls too old for the hour are not counted.
+// TestHourRollsOver: calls land in the minute they are recorded; the
+// hour is the 60 minutes up to now, oldest first; a minute slot reused an
+// hour later starts empty.
 func TestHourRollsOver(t *testing.T) {
 	clock := testutil.NewClock(t0.Add(30 * time.Second))
 	r := activity.New(activity.Options{Now: clock.Now})
@@ -270,15 +270,14 @@ func TestHourRollsOver(t *testing.T) {
 			t.Errorf("the first minute's calls are still in the hour: %v", m)
 		}
 	}
-	// A call over an hour old is kept in Recent but counts in no minute.
+	// A call counts in the minute it is recorded, by the Recorder's
+	// clock, whatever its At says.
 	r.Record(activity.Call{At: t0.Add(-2 * time.Hour), Tool: "late"})
-	for _, m := range r.Hour(clock.Now()) {
-		if _, ok := m.Tools["late"]; ok {
-			t.Errorf("an over-an-hour-old call counted in %v", m.Start)
-		}
+	if h := r.Hour(clock.Now()); h[59].Tools["late"].Calls != 1 {
+		t.Errorf("a call with an old At is not in the minute it was recorded: %v", h[59].Tools)
 	}
-	if r.Recent(1)[0].Tool != "late" {
-		t.Error("the late call is not in Recent")
+	if got := r.Recent(1)[0]; got.Tool != "late" || !got.At.Equal(t0.Add(-2*time.Hour)) {
+		t.Errorf("Recent shows %+v, want the call with its own At", got)
 	}
 }
 
