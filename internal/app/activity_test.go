@@ -180,7 +180,7 @@ func TestActivityRunningCommands(t *testing.T) {
 	// harmless. They are the loop's $0…$3.
 	mark := marker(t)
 	sc = e.mustCall(t, "exec_command", map[string]any{"operationId": "loop", "program": "sh",
-		"args": []any{"-c", `i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.1; done`, "Authorization:", "Bearer", token},
+		"args":        []any{"-c", `i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.1; done`, "Authorization:", "Bearer", token},
 		"environment": map[string]any{"DSMARK": mark}})
 	if sc["status"] != "running" {
 		t.Fatalf("exec_command: %v", sc)

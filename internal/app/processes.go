@@ -30,11 +30,12 @@ type processMetrics struct {
 
 func (p processMetrics) ProcessKilled(reason string) { p.m.ProcessKilled(reason) }
 func (p processMetrics) OrphansKilled(n int)         { p.m.OrphansKilledAdd(n) }
+func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
+
 func (p processMetrics) RunningChanged(n int) {
 	p.m.RunningChanged(n)
 	p.activity.SetRunning(n)
 }
-func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
 
 // OutputDir holds retained command output (spool files; their records
 // are in SQLite). Commands do not survive a restart, but their output
