@@ -211,12 +211,12 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 			}
 			return fn(ctx, c, &in)
 		})
-		outcome := "ok"
+		outcome, code := "ok", ""
 		if res.IsError {
-			outcome = "error"
+			outcome, code = "error", "internal_error"
 			if m, ok := res.StructuredContent.(map[string]any); ok {
 				if te, ok := m["error"].(*ToolError); ok {
-					outcome = te.Category
+					outcome, code = te.Category, te.Code
 				}
 			}
 		}
@@ -224,29 +224,21 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 		s.opts.Metrics.ToolCalls.WithLabelValues(sp.name, outcome).Inc()
 		s.opts.Metrics.ToolCallDuration.WithLabelValues(sp.name).Observe(elapsed.Seconds())
 		if s.opts.Calls != nil {
-			s.observe(sp.name, start, elapsed, req, c, res)
+			s.observe(activity.Call{At: start, Tool: sp.name, Duration: elapsed, Code: code}, req, c)
 		}
 		return res, nil
 	})
 }
 
-// observe tells Options.Calls about a call that ended: c is nil when it
-// failed before its identity was known.
-func (s *Server) observe(tool string, start time.Time, elapsed time.Duration, req *mcp.CallToolRequest, c *call, res *mcp.CallToolResult) {
-	ac := activity.Call{At: start, Tool: tool, Duration: elapsed}
+// observe tells Options.Calls about a call that ended, adding who made it
+// and the Project it worked on: c is nil when it failed before its
+// identity was known.
+func (s *Server) observe(ac activity.Call, req *mcp.CallToolRequest, c *call) {
 	if p := principalOf(req); p != nil {
 		ac.GrantID, ac.Client = p.GrantID, p.ClientName
 	}
 	if c != nil {
 		ac.Project = c.project
-	}
-	if res.IsError {
-		ac.Code = "internal_error"
-		if m, ok := res.StructuredContent.(map[string]any); ok {
-			if te, ok := m["error"].(*ToolError); ok {
-				ac.Code = te.Code
-			}
-		}
 	}
 	s.opts.Calls.Record(ac)
 }
