@@ -82,7 +82,9 @@ func (projectsOnly) Projects(executions.Caller) []project.Root {
 	return []project.Root{{Ref: "prj_a", Label: "alpha"}, {Ref: "prj_b", Label: "beta"}}
 }
 
-func (projectsOnly) Counts(context.Context, []string) (map[string]int, error) { return map[string]int{}, nil }
+func (projectsOnly) Counts(context.Context, []string) (map[string]int, error) {
+	return map[string]int{}, nil
+}
 
 // BenchmarkCallsObserver is one list_projects through the server over
 // in-memory transports, without an observer and with the activity
