@@ -150,7 +150,7 @@ func TestComposeLimits(t *testing.T) {
 
 	// A's command filling its scratch (the /scratch volume) is stopped at
 	// the grant's quota and the scratch emptied, while B works.
-	fill := a.shell("fill", `head -c 1G /dev/zero > "$HOME/fill"; echo survived`, nil)
+	fill := a.shell("fill", `head -c 1G /dev/zero > "$TMPDIR/fill"; echo survived`, nil)
 	if r := b.shell("b-during-fill", "echo ok", nil); r["output"] != "ok\n" {
 		t.Errorf("another grant's command during the scratch fill: %v", r)
 	}
