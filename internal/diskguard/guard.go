@@ -660,6 +660,14 @@ func (g *Guard) count(reason string) {
 	g.mu.Unlock()
 }
 
+// Size is the allocated size of dir's tree, each inode once, symlinks
+// not followed (0 when dir is absent): `devspace projects list` shows a
+// tool home's with it.
+func Size(dir string) int64 {
+	size, _ := usage(dir, math.MaxInt64, math.MaxInt)
+	return size
+}
+
 // usage sums the allocated size of dir's tree (each inode once). over is
 // true once the sum passes limit or the tree has more than maxEntries
 // entries; the walk stops there.

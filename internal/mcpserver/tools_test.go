@@ -1,12 +1,17 @@
 package mcpserver_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/cli"
 )
 
 var (
@@ -107,4 +112,64 @@ func TestToolsQuota(t *testing.T) {
 	next("look", `sleep 6; du -sm "$HOME/.cache/grow" >/dev/null && echo still-here`, "still-here\n")
 	next("clear", `rm "$HOME/.cache/grow" && echo cleared`, "cleared\n")
 	next("within", `head -c 4M /dev/zero > "$HOME/.cache/small"; sleep 6; echo fine`, "fine\n")
+}
+
+// ownerCLI runs the owner's command line against env's state and server.
+func ownerCLI(t *testing.T, env *apptest.Env, args ...string) (int, string, string) {
+	t.Helper()
+	vars := map[string]string{"HOME": t.TempDir()}
+	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_TOOLS_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL",
+		"DEVSPACE_LISTEN", "DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN"} {
+		if v, ok := env.LookupEnv(k); ok {
+			vars[k] = v
+		}
+	}
+	var out, errb bytes.Buffer
+	code := cli.Main(context.Background(), args, func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, cli.IO{Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// TestClearTools (issue 34): `devspace projects list` shows a Project's
+// tool home's size, and `devspace projects clear-tools LABEL` empties it
+// through the running server, stopping the commands that could write it
+// (tools_cleared), and without a server too.
+func TestClearTools(t *testing.T) {
+	t.Parallel()
+	env := apptest.Start(t, apptest.Options{Projects: []string{"a", "b"}, Env: execScopes})
+	g := openGrant(t, env, "clear", "a", writeExec)
+	sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "install", "shell": true,
+		"command": `mkdir -p "$HOME/bin" && head -c 3M /dev/urandom > "$HOME/bin/blob" && echo ok`}, g.me)
+	if sc["output"] != "ok\n" {
+		t.Fatalf("install: %v", sc)
+	}
+	code, out, stderr := ownerCLI(t, env, "projects", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^a .*true +3\.\d MiB$`).MatchString(out) || !regexp.MustCompile(`(?m)^b .*true +0 B$`).MatchString(out) {
+		t.Fatalf("projects list: %d %q %s", code, out, stderr)
+	}
+	hold, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "hold", "shell": true, "command": `sleep 60`}, g.me)
+	code, out, stderr = ownerCLI(t, env, "projects", "clear-tools", "a")
+	if code != 0 || !strings.Contains(out, "1 command(s) stopped") || !strings.Contains(out, "3.0 MiB freed") {
+		t.Fatalf("clear-tools: %d %q %s", code, out, stderr)
+	}
+	if end := g.finish(t, hold["processRef"].(string), 10*time.Second); end["killReason"] != "tools_cleared" {
+		t.Errorf("the command that could write the tool home: %v", end)
+	}
+	if got := toolFiles(env, "blob"); len(got) != 0 {
+		t.Errorf("files left after clear-tools: %v", got)
+	}
+	if code, _, stderr = ownerCLI(t, env, "projects", "clear-tools", "nope"); code != 1 || !strings.Contains(stderr, `no Project labelled "nope"`) {
+		t.Errorf("clear-tools of an unknown label: %d %s", code, stderr)
+	}
+	// The tool home is still the Project's: the next command writes it.
+	if sc, _ := callTool(t, g.cs, "exec_command", map[string]any{"operationId": "again", "shell": true,
+		"command": `echo x > "$HOME/again" && echo ok`}, g.me); sc["output"] != "ok\n" {
+		t.Fatalf("a command after clear-tools: %v", sc)
+	}
+	env.StopServing()
+	if code, out, stderr = ownerCLI(t, env, "projects", "clear-tools", "a"); code != 0 || !strings.Contains(out, "0 command(s) stopped") {
+		t.Errorf("offline clear-tools: %d %q %s", code, out, stderr)
+	}
+	if got := toolFiles(env, "again"); len(got) != 0 {
+		t.Errorf("files left after the offline clear-tools: %v", got)
+	}
 }

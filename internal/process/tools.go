@@ -134,3 +134,28 @@ func commandEnv(env []string, scratch, tools string, readOnly bool) []string {
 	}
 	return append(out, "PATH="+strings.Join(append(bins, path), string(filepath.ListSeparator)))
 }
+
+// ReasonToolsCleared: the Owner cleared the command's tool home
+// (`devspace projects clear-tools`) while the command could write it.
+const ReasonToolsCleared = "tools_cleared"
+
+// ClearTools empties the tool home dir (ToolHome of a Project's key):
+// it first kills, at once, every command that may write it (reason
+// tools_cleared), then removes what dir holds and keeps dir itself. A
+// readOnly command running a tool from it meanwhile may fail. It returns
+// how many trees it killed.
+func (m *Manager) ClearTools(dir string) int {
+	n := m.StopTools(dir, ReasonToolsCleared)
+	EmptyToolHome(dir)
+	return n
+}
+
+// EmptyToolHome removes what the tool home dir holds (read-only
+// directories included, as Go's module cache makes them) and keeps dir:
+// the owner commands use it when no server runs.
+func EmptyToolHome(dir string) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	emptyDir(dir)
+}
