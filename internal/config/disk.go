@@ -17,7 +17,7 @@ const (
 // Defaults of disk use. docs/decisions.md explains each.
 const (
 	// DefaultScratchMax bounds one grant's scratch directories together (each execution's, its
-	// commands' HOME and TMPDIR).
+	// commands' TMPDIR).
 	DefaultScratchMax int64 = 1 << 30
 	// DefaultDiskReserve is the free space DevSpace keeps on the
 	// filesystems of the state, the scratch directories and the Projects.
@@ -37,7 +37,7 @@ func diskSettings() []setting {
 		{
 			flag: "scratch-dir", env: envScratchDir, arg: "DIR",
 			def:   "$XDG_CACHE_HOME/devspace/scratch, else $HOME/.cache/devspace/scratch; /scratch in the image",
-			usage: "Directory holding each execution's private scratch directory (its commands' HOME and TMPDIR, removed when the execution closes). Keep it off the state directory's filesystem where you can, and outside every project.",
+			usage: "Directory holding each execution's private scratch directory (its commands' TMPDIR, and a readOnly command's HOME; removed when the execution closes). Keep it off the state directory's filesystem where you can, and outside every project.",
 			parse: func(c *Config, v string) error {
 				p, err := filepath.Abs(v)
 				if err != nil {
