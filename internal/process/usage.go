@@ -135,9 +135,6 @@ func (m *Manager) StopTools(dir, reason string) int {
 	return n
 }
 
-// ToolsBase is the directory holding the tool homes ("" when none).
-func (m *Manager) ToolsBase() string { return m.opts.Sandbox.ToolsDir }
-
 // ScratchBase is the directory holding the scratch directories.
 func (m *Manager) ScratchBase() string { return m.opts.Sandbox.ScratchDir }
 
