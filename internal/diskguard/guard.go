@@ -79,8 +79,8 @@ const (
 	// low filesystem back above the refusal line.
 	DefaultReclaimWait = time.Second
 	// DefaultToolsScanEvery is how often a tool home written by a live
-	// command is measured: less often than scratch, since toolchains and
-	// their caches are many files.
+	// command is measured, in a goroutine of its own: less often than
+	// scratch, since toolchains and their caches are many files.
 	DefaultToolsScanEvery = 5 * time.Second
 	// DefaultToolsMaxEntries bounds a tool home's entries counted in one
 	// measure; one holding more is over its quota.
@@ -140,9 +140,9 @@ type Guard struct {
 	base           *baseline
 	running, ended map[string]process.GroupScratch
 	sizes          map[string]sized // every execution's scratch at its last measure
-	// Run's goroutine only: the tool homes written at the last measure,
-	// and each tool home's size at its last measure (one entry per
-	// Project written since the guard began).
+	// runTools' goroutine only: the tool homes written at the last
+	// measure, and each tool home's size at its last measure (one entry
+	// per Project written since the guard began).
 	toolsRunning map[string]bool
 	toolSizes    map[string]int64
 
@@ -294,7 +294,12 @@ func (g *Guard) Reserve() int64 { return g.opts.Reserve }
 func (g *Guard) Run(ctx context.Context) {
 	t := time.NewTimer(g.opts.Tick)
 	defer t.Stop()
-	var lastScan, lastToolsScan time.Time
+	if g.opts.ToolsBase != "" && g.opts.ToolsMax > 0 {
+		// Apart, so that walking a large tool home never delays the
+		// reserve's polls.
+		go g.runTools(ctx)
+	}
+	var lastScan time.Time
 	scanFree := int64(-1)
 	idle := 0
 	next := g.opts.Tick
@@ -319,11 +324,6 @@ func (g *Guard) Run(ctx context.Context) {
 		if len(cmds) == 0 {
 			if started := g.opts.Commands.StartedGroups(); len(started)+len(g.running)+len(g.ended) > 0 {
 				g.enforceQuota(nil, started) // the last commands' scratch, once more
-			}
-			if g.opts.ToolsBase != "" {
-				if started := g.opts.Commands.StartedTools(); len(started)+len(g.toolsRunning) > 0 {
-					g.enforceTools(nil, started) // the last commands' tool homes, once more
-				}
 			}
 			// Nothing writes: report free space about once a second.
 			if idle++; idle%50 == 1 {
@@ -359,10 +359,6 @@ func (g *Guard) Run(ctx context.Context) {
 			g.restoreReserve(ws)
 			g.enforceQuota(cmds, g.opts.Commands.StartedGroups())
 			lastScan, scanFree = time.Now(), scratchFree
-		}
-		if g.opts.ToolsBase != "" && time.Since(lastToolsScan) >= g.opts.ToolsScanEvery {
-			g.enforceTools(cmds, g.opts.Commands.StartedTools())
-			lastToolsScan = time.Now()
 		}
 	}
 }
@@ -714,6 +710,26 @@ func freeBytes(path string) (int64, bool) {
 		return 0, false
 	}
 	return int64(st.Bavail) * st.Bsize, true
+}
+
+// runTools holds the tool homes to Options.ToolsMax until ctx is done:
+// every Options.ToolsScanEvery, while a command may write one or since one
+// did, it measures them (enforceTools).
+func (g *Guard) runTools(ctx context.Context) {
+	t := time.NewTicker(g.opts.ToolsScanEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cmds := g.opts.Commands.Commands()
+		started := g.opts.Commands.StartedTools()
+		if len(cmds)+len(started)+len(g.toolsRunning) > 0 {
+			g.enforceTools(cmds, started)
+		}
+	}
 }
 
 // enforceTools measures the tool home of each live command that may write
