@@ -57,7 +57,7 @@ func runDoctor(ctx context.Context, args []string, env Env, stdio IO) error {
 	}
 	// Landlock has no right for chmod: a command may have changed the
 	// modes of these (docs/decisions.md, "Contained commands").
-	for _, d := range []string{app.OutputDir(cfg), app.ScratchDir(cfg)} {
+	for _, d := range []string{app.OutputDir(cfg), app.ScratchDir(cfg), cfg.ToolsDir} {
 		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm() != 0o700 {
 			bad("%s has mode %v, not 700: commands may fail to start or be readable by others (chmod 700 %s)", d, fi.Mode().Perm(), d)
 		}
