@@ -145,6 +145,7 @@ type Guard struct {
 	// per Project written since the guard began).
 	toolsRunning map[string]bool
 	toolSizes    map[string]int64
+	toolsStopped map[string]bool // stopped at the last measure: its next one only measures
 
 	mu      sync.Mutex
 	largest int64 // the largest scratch directory at the last scan
@@ -742,7 +743,10 @@ func (g *Guard) runTools(ctx context.Context) {
 // (tools_quota); its files stay, for the Owner (`devspace projects
 // clear-tools`) or a command to delete. A tool home over the quota that
 // does not grow stops nothing: a command deleting from it, or running
-// only what is installed there, goes on.
+// only what is installed there, goes on. The measure after a stop only
+// measures (the stopped commands' last writes land after it): a tool home
+// may pass its quota by what is written in one Options.ToolsScanEvery
+// after a stop, once.
 func (g *Guard) enforceTools(cmds []process.Running, started []string) {
 	if g.opts.ToolsMax <= 0 {
 		return
@@ -762,15 +766,23 @@ func (g *Guard) enforceTools(cmds []process.Running, started []string) {
 	}
 	g.toolsRunning = live
 	if g.toolSizes == nil {
-		g.toolSizes = map[string]int64{}
+		g.toolSizes, g.toolsStopped = map[string]int64{}, map[string]bool{}
 	}
 	for dir := range scan {
 		size, tooMany := usage(dir, math.MaxInt64, g.opts.ToolsMaxEntries)
 		prev, seen := g.toolSizes[dir]
 		g.toolSizes[dir] = size
+		if g.toolsStopped[dir] {
+			// The commands stopped at the previous measure wrote on until
+			// their kill landed: that growth is theirs, not the next
+			// command's. Measure again from here.
+			delete(g.toolsStopped, dir)
+			continue
+		}
 		if (size <= g.opts.ToolsMax && !tooMany) || (seen && size <= prev && !tooMany) {
 			continue
 		}
+		g.toolsStopped[dir] = true
 		n := g.opts.Commands.StopTools(dir, process.ReasonToolsQuota)
 		g.count(process.ReasonToolsQuota)
 		g.log.Warn("a Project's tool home grew past its quota: stopped the commands writing it; its files stay until the Owner clears them (devspace projects clear-tools)",
