@@ -1,0 +1,77 @@
+package console
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/devspace-dev/devspace/internal/config"
+)
+
+// refuse returns why r is not addressed to the console ("" when it is):
+// its Host must name this listener (a loopback name, or the configured
+// host when it is a specific one) with the port the connection came in
+// on, so a DNS-rebound name or a tunnel pointed at the port is refused;
+// an Origin, when present, must be this same origin; and a browser's
+// Sec-Fetch-Site must not say the request came from another site.
+func (c *Console) refuse(r *http.Request) string {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		return "host without port"
+	}
+	if port != c.localPort(r) {
+		return "host port"
+	}
+	if !c.hostAllowed(host) {
+		return "host"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if o != scheme(r)+"://"+r.Host {
+			return "origin"
+		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return "sec-fetch-site"
+	}
+	return ""
+}
+
+// hostAllowed: the loopback names, and the configured listen host when it
+// is neither a wildcard nor empty.
+func (c *Console) hostAllowed(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	switch host {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	lh, _, err := net.SplitHostPort(c.opts.ListenAddr)
+	if err != nil {
+		return false
+	}
+	lh = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(lh, "["), "]"))
+	if lh == "" || lh == "0.0.0.0" || lh == "::" {
+		return false
+	}
+	return host == lh || config.IsLoopbackHost(lh) && config.IsLoopbackHost(host)
+}
+
+// localPort is the port the request's connection was accepted on, or the
+// configured one when the server does not say (a handler called directly).
+func (c *Console) localPort(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, p, err := net.SplitHostPort(a.String()); err == nil {
+			return p
+		}
+	}
+	_, p, _ := net.SplitHostPort(c.opts.ListenAddr)
+	return p
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
