@@ -49,6 +49,8 @@ Usage:
   devspace grants revoke GRANT_ID
   devspace grants revoke-all        end every grant (emergency)
   devspace projects list [--json]
+  devspace admin                    print a one-time sign-in link to the Owner's
+                                    console (the running server's; 2 minutes)
   devspace doctor                   check configuration and state (reads only)
   devspace diagnostic [--output FILE]
                                     a redacted support bundle (JSON): versions,
@@ -87,6 +89,8 @@ func Main(ctx context.Context, args []string, env Env, stdio IO) int {
 			break
 		}
 		err = runProjects(ctx, rest[1:], env, stdio)
+	case "admin":
+		err = runAdmin(ctx, rest, env, stdio)
 	case "doctor":
 		err = runDoctor(ctx, rest, env, stdio)
 	case "diagnostic":

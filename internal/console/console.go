@@ -100,8 +100,11 @@ type Finding struct{ Level, Text string }
 // ProjectDetail is one approved Project as the Projects page shows it.
 type ProjectDetail struct {
 	control.ProjectInfo
-	Tasks     []Task
-	Worktrees []string // managed worktree directories
+	Tasks []Task
+	// Worktrees counts its managed worktrees; WorktreesKnown is false where
+	// it cannot have any (not a Git top level) or they could not be read.
+	Worktrees      int
+	WorktreesKnown bool
 	// Problem is why Tasks or Worktrees could not be read ("" when fine).
 	Problem string
 }
