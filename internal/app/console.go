@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -46,7 +47,7 @@ func (a *App) ConsoleLink(context.Context) (string, error) {
 
 // ConsoleHandler exposes the console engine for in-process tests; nil when
 // the console is off.
-func (a *App) ConsoleHandler() any { return a.http.ConsoleHandler() }
+func (a *App) ConsoleHandler() http.Handler { return a.http.ConsoleHandler() }
 
 // endConsoleSessions signs every console session out: password rotation
 // and revoke-all end them with the grants.

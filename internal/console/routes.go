@@ -18,6 +18,9 @@ func (c *Console) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	files, _ := fs.Sub(static, "static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(files)))
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, files, "icon.svg")
+	})
 	m.HandleFunc("GET /signin", c.signinPage)
 	m.HandleFunc("POST /signin", c.signinPassword)
 	m.HandleFunc("POST /signout", c.action(c.signout))
