@@ -39,9 +39,6 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /health/diagnostic", c.page(c.diagnostic))
 	m.HandleFunc("GET /charts", c.page(c.chartsPage))
 	m.HandleFunc("GET /projects", c.page(c.projectsPage))
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "Not found.", http.StatusNotFound)
-	})
 	return m
 }
 
