@@ -77,7 +77,9 @@ func (f *fakeAdmin) CheckOwnerPassword(_ context.Context, pw []byte) (bool, time
 
 func (f *fakeAdmin) SessionsByGrant() map[string]int { return map[string]int{"grt_1": 2} }
 
-func (f *fakeAdmin) AuditEvents(context.Context, int) ([]store.AuditEvent, error) { return f.events, nil }
+func (f *fakeAdmin) AuditEvents(context.Context, int) ([]store.AuditEvent, error) {
+	return f.events, nil
+}
 
 func (f *fakeAdmin) Connection() console.Connection {
 	return console.Connection{MCPURL: "https://abc.trycloudflare.com/mcp", PublicURL: "https://abc.trycloudflare.com", QuickTunnel: true}
@@ -94,7 +96,9 @@ func (f *fakeAdmin) Doctor(context.Context) []console.Finding {
 
 func (f *fakeAdmin) Diagnostic(context.Context) ([]byte, error) { return []byte(`{"version":{}}`), nil }
 
-func (f *fakeAdmin) ProjectDetails(context.Context) ([]console.ProjectDetail, error) { return f.projects, nil }
+func (f *fakeAdmin) ProjectDetails(context.Context) ([]console.ProjectDetail, error) {
+	return f.projects, nil
+}
 
 // fakeActivity is an activity source over plain values.
 type fakeActivity struct {
@@ -178,8 +182,10 @@ func (a *fakeActivity) InterruptCommand(_ context.Context, id string) error {
 	return nil
 }
 
-func (a *fakeActivity) RecentPatches(context.Context, int) ([]console.Patch, error) { return a.patches, nil }
-func (a *fakeActivity) UndoHistory(context.Context, int) ([]console.Undo, error)    { return a.undos, nil }
+func (a *fakeActivity) RecentPatches(context.Context, int) ([]console.Patch, error) {
+	return a.patches, nil
+}
+func (a *fakeActivity) UndoHistory(context.Context, int) ([]console.Undo, error) { return a.undos, nil }
 
 // fakeCharts draws a chart as a titled SVG with the series' names.
 type fakeCharts struct{}

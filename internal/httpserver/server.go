@@ -58,10 +58,10 @@ type Options struct {
 	// ConsoleAddr is the Owner's console listener (DEVSPACE_ADMIN_LISTEN);
 	// empty means none. Console is its handler, served there and nowhere
 	// else.
-	ConsoleAddr string
-	Console     http.Handler
-	AllowedHosts                         []string
-	MaxBodyBytes                         int64
+	ConsoleAddr  string
+	Console      http.Handler
+	AllowedHosts []string
+	MaxBodyBytes int64
 	// Limits bound slow and numerous clients; the zero value means the
 	// defaults (see Limits).
 	Limits     Limits
