@@ -197,6 +197,10 @@ func TestAttackForeignHost(t *testing.T) {
 		{"another port", map[string]string{"Host": "127.0.0.1:1"}, http.StatusForbidden},
 		{"foreign origin", map[string]string{"Origin": "http://attacker.example:" + port}, http.StatusForbidden},
 		{"null origin", map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"null origin from another site", map[string]string{"Origin": "null", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		// What Chromium sends on the console's own form posts under
+		// Referrer-Policy: no-referrer.
+		{"null origin from this origin", map[string]string{"Origin": "null", "Sec-Fetch-Site": "same-origin"}, http.StatusOK},
 		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 		{"own origin", map[string]string{"Origin": "http://127.0.0.1:" + port}, http.StatusOK},
 	} {

@@ -317,3 +317,12 @@ func csrfOf(t *testing.T, page string) string {
 
 var _ console.Admin = (*fakeAdmin)(nil)
 var _ console.Activity = (*fakeActivity)(nil)
+
+func newJar(t *testing.T) *cookiejar.Jar {
+	t.Helper()
+	j, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}

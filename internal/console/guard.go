@@ -12,8 +12,8 @@ import (
 // its Host must name this listener (a loopback name, or the configured
 // host when it is a specific one) with the port the connection came in
 // on, so a DNS-rebound name or a tunnel pointed at the port is refused;
-// an Origin, when present, must be this same origin; and a browser's
-// Sec-Fetch-Site must not say the request came from another site.
+// a browser's Sec-Fetch-Site must not say the request came from another
+// site; and an Origin, when present, must be this same origin.
 func (c *Console) refuse(r *http.Request) string {
 	host, port, err := net.SplitHostPort(r.Host)
 	if err != nil {
@@ -25,15 +25,18 @@ func (c *Console) refuse(r *http.Request) string {
 	if !c.hostAllowed(host) {
 		return "host"
 	}
-	if o := r.Header.Get("Origin"); o != "" {
-		if o != scheme(r)+"://"+r.Host {
-			return "origin"
-		}
-	}
-	switch r.Header.Get("Sec-Fetch-Site") {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "", "same-origin", "none":
 	default:
 		return "sec-fetch-site"
+	}
+	// With Referrer-Policy: no-referrer a browser sends "Origin: null" on
+	// its own form posts; it is this origin only when the browser also
+	// says the request came from this origin (Sec-Fetch-Site, which pages
+	// cannot set).
+	if o := r.Header.Get("Origin"); o != "" && o != scheme(r)+"://"+r.Host && (o != "null" || site != "same-origin") {
+		return "origin"
 	}
 	return ""
 }
