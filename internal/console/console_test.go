@@ -194,7 +194,10 @@ func TestAttackForeignHost(t *testing.T) {
 		{"rebound name", map[string]string{"Host": "attacker.example:" + port}, http.StatusForbidden},
 		{"compose network address", map[string]string{"Host": "172.18.0.2:" + port}, http.StatusForbidden},
 		{"tunnel name without port", map[string]string{"Host": "console.trycloudflare.com"}, http.StatusForbidden},
-		{"another port", map[string]string{"Host": "127.0.0.1:1"}, http.StatusForbidden},
+		{"service name", map[string]string{"Host": "devspace:7679"}, http.StatusForbidden},
+		// A port forward may remap the port; the name decides.
+		{"forwarded port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:17679"}, http.StatusOK},
+		{"forwarded port, other origin port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:3000"}, http.StatusForbidden},
 		{"foreign origin", map[string]string{"Origin": "http://attacker.example:" + port}, http.StatusForbidden},
 		{"null origin", map[string]string{"Origin": "null"}, http.StatusForbidden},
 		{"null origin from another site", map[string]string{"Origin": "null", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},

@@ -10,17 +10,17 @@ import (
 
 // refuse returns why r is not addressed to the console ("" when it is):
 // its Host must name this listener (a loopback name, or the configured
-// host when it is a specific one) with the port the connection came in
-// on, so a DNS-rebound name or a tunnel pointed at the port is refused;
+// host when it is a specific one), so a DNS-rebound name, a tunnel pointed
+// at the port or the container's network address is refused. Any port is
+// accepted: a port forward (compose's published port, kubectl
+// port-forward) may reach the listener under another one, and the name is
+// what an attacker's page or tunnel cannot choose;
 // a browser's Sec-Fetch-Site must not say the request came from another
 // site; and an Origin, when present, must be this same origin.
 func (c *Console) refuse(r *http.Request) string {
-	host, port, err := net.SplitHostPort(r.Host)
+	host, _, err := net.SplitHostPort(r.Host)
 	if err != nil {
-		return "host without port"
-	}
-	if port != c.localPort(r) {
-		return "host port"
+		host = r.Host // no port: the default one
 	}
 	if !c.hostAllowed(host) {
 		return "host"
@@ -58,18 +58,6 @@ func (c *Console) hostAllowed(host string) bool {
 		return false
 	}
 	return host == lh || config.IsLoopbackHost(lh) && config.IsLoopbackHost(host)
-}
-
-// localPort is the port the request's connection was accepted on, or the
-// configured one when the server does not say (a handler called directly).
-func (c *Console) localPort(r *http.Request) string {
-	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		if _, p, err := net.SplitHostPort(a.String()); err == nil {
-			return p
-		}
-	}
-	_, p, _ := net.SplitHostPort(c.opts.ListenAddr)
-	return p
 }
 
 func scheme(r *http.Request) string {
