@@ -315,3 +315,87 @@ func getStatus(t *testing.T, cl *http.Client, u string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestConsoleKeyboardEmergency: with the keyboard alone the Owner signs
+// in with the password, revokes every grant behind the confirmation, signs
+// in again with a link and rotates the password; each emergency action
+// ends the console session, and the tokens get 401.
+func TestConsoleKeyboardEmergency(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	_, tok := env.Grant(apptest.Approval{})
+	b := browsertest.New(t)
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/"), chromedp.WaitVisible(chromedp.CSS(`#password`))); err != nil {
+		t.Fatal(err)
+	}
+	// The password field has the focus (autofocus): type and press Enter.
+	if err := chromedp.Do(b.Ctx(), chromedp.KeyEvent(apptest.Password), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
+		html, _ := chromedpHTML(b)
+		t.Fatalf("password sign-in: %v\n%s", err, html)
+	}
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/grants"), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, b, `a[href="/grants/revoke-all"]`)
+	pressEnter(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.WaitVisible(chromedp.CSS(`input[name="confirm"]`))); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, b, `input[name="confirm"]`)
+	if err := chromedp.Do(b.Ctx(), chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, b, `form button.danger`)
+	pressEnter(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := chromedp.Run(b.Ctx(), chromedp.Text(chromedp.CSS(`.flash`)))
+	if !strings.Contains(text, "1 grant(s) revoked") {
+		t.Fatalf("after revoke-all: %q", text)
+	}
+	if s := mcpStatus(t, env, tok.AccessToken); s != http.StatusUnauthorized {
+		t.Fatalf("/mcp after revoke-all from the console: %d", s)
+	}
+	if loc := navigateTo(t, b, env.ConsoleURL+"/grants"); !strings.HasSuffix(loc, "/signin") {
+		t.Fatalf("the session outlived revoke-all: at %s", loc)
+	}
+
+	// Rotation.
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`)),
+		chromedp.Navigate(env.ConsoleURL+"/owner/password"), chromedp.WaitVisible(chromedp.CSS(`#again`))); err != nil {
+		t.Fatal(err)
+	}
+	const fresh = "a brand new owner password"
+	tabTo(t, b, `#password`)
+	if err := chromedp.Do(b.Ctx(), chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	tabTo(t, b, `form button.danger`)
+	pressEnter(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		html, _ := chromedpHTML(b)
+		t.Fatalf("rotation: %v\n%s", err, html)
+	}
+	if ok, _, err := env.App.CheckOwnerPassword(context.Background(), []byte(fresh)); !ok || err != nil {
+		t.Fatalf("the new password does not check: %v %v", ok, err)
+	}
+	if loc := navigateTo(t, b, env.ConsoleURL+"/grants"); !strings.HasSuffix(loc, "/signin") {
+		t.Fatalf("the session outlived the rotation: at %s", loc)
+	}
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
+
+// navigateTo opens u and returns where the browser ended up.
+func navigateTo(t *testing.T, b *browsertest.Browser, u string) string {
+	t.Helper()
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(`main h1`))); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := chromedp.Run(b.Ctx(), chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
