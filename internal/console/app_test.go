@@ -399,3 +399,49 @@ func navigateTo(t *testing.T, b *browsertest.Browser, u string) string {
 	}
 	return loc
 }
+
+// TestConnectShowsAttempts: the Connect page shows the MCP URL and what
+// the last connection attempts did, from the audit log: a registration, a
+// wrong password, a denial and an approval, with the client's name as
+// text.
+func TestConnectShowsAttempts(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	c := env.Register("Evil <b>Corp</b>", "http://127.0.0.1:9/callback", "client_secret_basic")
+	_, challenge := apptest.PKCE()
+	if res := env.Authorize(env.AuthURL(c, challenge, "s", "", nil), apptest.Approval{Password: "wrong password"}); res.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d", res.Status)
+	}
+	_, challenge = apptest.PKCE()
+	env.Authorize(env.AuthURL(c, challenge, "s", "", nil), apptest.Approval{Deny: true})
+	env.GrantFor(c, apptest.Approval{})
+
+	cl := &http.Client{Jar: newJar(t)}
+	resp, err := cl.Get(link(t, env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	for _, want := range []string{env.URL + "/mcp", "registered", "wrong Owner password", "denied on the consent page", "approved: grant created",
+		"Evil &lt;b&gt;Corp&lt;/b&gt;", "a configured (named) address"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("Connect page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<b>Corp") {
+		t.Error("client name rendered as markup")
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	var sb strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			return sb.String()
+		}
+	}
+}
