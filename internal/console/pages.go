@@ -11,16 +11,26 @@ import (
 	"github.com/devspace-dev/devspace/internal/oauth"
 )
 
-// connectEvents are the audit events the Connect page shows: what the
-// last connection attempts did.
-var connectEvents = map[string]string{
-	"client_registered":     "registered",
-	"owner_password_failed": "wrong Owner password",
-	"consent_denied":        "denied on the consent page",
-	"grant_created":         "approved: grant created",
-	"grant_revoked":         "grant revoked",
-	"revoke_all":            "every grant revoked",
-	"password_rotated":      "Owner password rotated (every grant ended)",
+// eventWords says in words what an audit event of kind did, for the
+// Connect page; false for the kinds it does not show.
+func eventWords(kind string) (string, bool) {
+	switch kind {
+	case "client_registered":
+		return "registered", true
+	case "owner_password_failed":
+		return "wrong Owner password", true
+	case "consent_denied":
+		return "denied on the consent page", true
+	case "grant_created":
+		return "approved: grant created", true
+	case "grant_revoked":
+		return "grant revoked", true
+	case "revoke_all":
+		return "every grant revoked", true
+	case "password_rotated":
+		return "Owner password rotated (every grant ended)", true
+	}
+	return "", false
 }
 
 type connectData struct {
@@ -40,7 +50,7 @@ func (c *Console) connectPage(w http.ResponseWriter, r *http.Request, ss *sessio
 	}
 	now := c.now()
 	for _, e := range events {
-		what, ok := connectEvents[e.Kind]
+		what, ok := eventWords(e.Kind)
 		if !ok {
 			continue
 		}
