@@ -5,12 +5,10 @@ import (
 	"strings"
 )
 
-// pageNames are the templates besides the layout.
-var pageNames = []string{"signin", "message", "connect", "grants", "revokeall", "password", "activity", "health", "charts", "projects"}
-
 // parsePages parses the layout once per page, so each page defines its
 // own "content".
 func parsePages() map[string]*template.Template {
+	pageNames := []string{"signin", "message", "connect", "grants", "revokeall", "password", "activity", "health", "charts", "projects"}
 	funcs := template.FuncMap{"join": strings.Join}
 	layout := template.Must(template.New("layout").Funcs(funcs).ParseFS(templates, "templates/layout.html"))
 	out := make(map[string]*template.Template, len(pageNames))
