@@ -67,6 +67,9 @@ func hostileEnv(t testing.TB) map[string]string {
 		"DEVSPACE_SCRATCH_MAX":      hostileScratchMax,
 		"DEVSPACE_DISK_RESERVE":     hostileReserve,
 		"DEVSPACE_COMMAND_PIDS_MAX": hostilePidsMax,
+		// To compare priorities: DEVSPACE_COMMAND_NICE=0 make load LOAD_HOSTILE=1
+		// (empty: the default).
+		"DEVSPACE_COMMAND_NICE": os.Getenv("DEVSPACE_COMMAND_NICE"),
 	}
 }
 

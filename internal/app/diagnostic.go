@@ -100,7 +100,7 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config) diagnosticBundle
 	li := LimitsState(cfg, sb)
 	b.Limits = map[string]any{"mechanism": li.Mechanism, "reason": li.Reason, "rlimitNproc": li.NProc, "budgetFrom": li.BudgetFrom,
 		"budgetTasks": li.BudgetPids, "budgetMemory": li.BudgetMemory, "commandsTasks": li.CommandsPids, "commandsMemory": li.CommandsMemory,
-		"grantTasks": li.TenantPids, "grantMemory": li.TenantMemory, "commandTasks": li.PidsMax, "commandMemory": li.MemoryMax}
+		"grantTasks": li.TenantPids, "grantMemory": li.TenantMemory, "commandTasks": li.PidsMax, "commandMemory": li.MemoryMax, "commandNice": li.Nice}
 
 	var fss []map[string]any
 	for _, fs := range DiskStatus(cfg) {

@@ -200,12 +200,12 @@ func doctorLimits(st process.LimitsState, ok, warn func(string, ...any)) {
 	totals := fmt.Sprintf("each grant's commands together %d and %s; all commands %d and %s, of %d and %s (%s) less the server's reserve",
 		st.TenantPids, mib(st.TenantMemory), st.CommandsPids, mib(st.CommandsMemory), st.BudgetPids, mib(st.BudgetMemory), st.BudgetFrom)
 	if st.Mechanism == process.LimitsCgroup {
-		ok("each command is bounded by its own cgroup: %d processes and threads (forks past it fail), %s of memory (past it the whole command ends, killReason out_of_memory); %s; an equal share of the CPU per grant (mechanism=cgroup)",
-			st.PidsMax, mib(st.MemoryMax), totals)
+		ok("each command is bounded by its own cgroup: %d processes and threads (forks past it fail), %s of memory (past it the whole command ends, killReason out_of_memory); %s; an equal share of the CPU per grant; %s (mechanism=cgroup)",
+			st.PidsMax, mib(st.MemoryMax), totals, commandPriority(st.Nice))
 		return
 	}
-	line := fmt.Sprintf("each command is bounded by its supervisor (%s), which looks at its tree every 50 ms and stops the whole command past %d processes and threads (killReason pids_limit) or %s of memory (out_of_memory); %s; commands are the kernel's first choice when memory runs out (oom_score_adj 1000); no CPU share per grant (mechanism=supervisor)",
-		st.Reason, st.PidsMax, mib(st.MemoryMax), totals)
+	line := fmt.Sprintf("each command is bounded by its supervisor (%s), which looks at its tree every 50 ms and stops the whole command past %d processes and threads (killReason pids_limit) or %s of memory (out_of_memory); %s; commands are the kernel's first choice when memory runs out (oom_score_adj 1000); no CPU share per grant, and %s (mechanism=supervisor)",
+		st.Reason, st.PidsMax, mib(st.MemoryMax), totals, commandPriority(st.Nice))
 	switch st.NProc {
 	case process.NProcPerCommand:
 		ok("%s; RLIMIT_NPROC refuses a command's forks past its limit, and all commands' past theirs (rlimit_nproc=per_command)", line)
@@ -214,6 +214,14 @@ func doctorLimits(st process.LimitsState, ok, warn func(string, ...any)) {
 	default:
 		warn("%s; the server runs as root, whom RLIMIT_NPROC does not bind: a fork loop grows until its supervisor looks (rlimit_nproc=none); run it as another user, or give it a delegated cgroup", line)
 	}
+}
+
+// commandPriority says at what CPU priority commands run (DEVSPACE_COMMAND_NICE).
+func commandPriority(nice int) string {
+	if nice == 0 {
+		return "commands run at the server's CPU priority (DEVSPACE_COMMAND_NICE=0): busy commands slow every grant's calls"
+	}
+	return fmt.Sprintf("commands run at nice %d, below the server, which keeps answering however busy they keep the CPU", nice)
 }
 
 // doctorDisk reports the free space of each watched filesystem against

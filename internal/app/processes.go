@@ -93,7 +93,7 @@ func sandboxMetric(m *metrics.Metrics, st process.SandboxState) {
 
 // commandLimits are the configured per-command limits (0: auto).
 func commandLimits(cfg *config.Config) process.Limits {
-	return process.Limits{PidsMax: cfg.CommandPidsMax, MemoryMax: cfg.CommandMemoryMax}
+	return process.Limits{PidsMax: cfg.CommandPidsMax, MemoryMax: cfg.CommandMemoryMax, Nice: cfg.CommandNice}
 }
 
 // SandboxState is how a server started with cfg would confine commands,
@@ -114,8 +114,8 @@ func LimitsState(cfg *config.Config, sb process.SandboxState) process.LimitsStat
 func limitsMetric(m *metrics.Metrics, st process.LimitsState) {
 	m.Info("command_limits_info", "How each command's processes and memory are bounded; always 1. mechanism is cgroup (the kernel) or supervisor "+
 		"(each command's supervisor looks at its tree and stops it past a limit); rlimit_nproc per_command, all_commands or none; "+
-		"budget is where the totals come from: cgroup (the container's limits) or machine.",
-		map[string]string{"mechanism": st.Mechanism, "rlimit_nproc": st.NProc, "budget": st.BudgetFrom})
+		"budget is where the totals come from: cgroup (the container's limits) or machine; nice is the CPU priority commands run at (0 the server's, 19 the lowest).",
+		map[string]string{"mechanism": st.Mechanism, "rlimit_nproc": st.NProc, "budget": st.BudgetFrom, "nice": strconv.Itoa(st.Nice)})
 	for _, g := range []struct {
 		resource, scope string
 		v               float64

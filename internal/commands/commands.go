@@ -110,7 +110,7 @@ type Options struct {
 	// Disk refuses a new command while the disk it would write is low
 	// (diskguard.ErrDiskLow); nil checks nothing.
 	Disk interface {
-		CheckCommand(root string, writesRoot bool) error
+		CheckCommand(ctx context.Context, root string, writesRoot bool) error
 	}
 	// HostEnv is the server's environment; commands get an allowlist of it.
 	HostEnv []string

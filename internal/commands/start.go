@@ -143,7 +143,7 @@ func (s *Service) Start(ctx context.Context, h executions.Handle, req StartReque
 	}
 	// Before the operation's record, which the low disk may refuse too.
 	if s.opts.Disk != nil {
-		if err := s.opts.Disk.CheckCommand(proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
+		if err := s.opts.Disk.CheckCommand(ctx, proj.Path, req.Sandbox != SandboxReadOnly); err != nil {
 			return View{}, idempotency.NotStarted(err)
 		}
 	}

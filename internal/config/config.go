@@ -75,6 +75,9 @@ const (
 	MaxCommandPidsMax         = 4 << 20
 	MinCommandMemoryMax int64 = 64 << 20
 	MaxCommandMemoryMax int64 = 1 << 40
+	// DefaultCommandNice and MaxCommandNice: DEVSPACE_COMMAND_NICE.
+	DefaultCommandNice = 10
+	MaxCommandNice     = 19
 
 	// MCPPath is the path of the MCP endpoint under the public origin.
 	MCPPath = "/mcp"
@@ -217,6 +220,10 @@ type Config struct {
 	// (DEVSPACE_COMMAND_MEMORY_MAX). Default: 0, auto (a grant's share);
 	// else MinCommandMemoryMax to MaxCommandMemoryMax.
 	CommandMemoryMax int64
+	// CommandNice is the CPU priority (nice value) commands run at
+	// (DEVSPACE_COMMAND_NICE). Default: DefaultCommandNice; allowed 0 to
+	// MaxCommandNice.
+	CommandNice int
 	// InstructionFallbacks are extra instruction file names such as
 	// CLAUDE.md (DEVSPACE_INSTRUCTION_FALLBACKS). Default: none.
 	InstructionFallbacks []string
@@ -361,6 +368,7 @@ func defaults(lookupEnv func(string) (string, bool)) *Config {
 		LogFormat:                 DefaultLogFormat,
 		Widgets:                   DefaultWidgets,
 		MaxRequestBody:            DefaultMaxRequestBody,
+		CommandNice:               DefaultCommandNice,
 		Edge:                      defaultEdge(),
 		ScratchDir:                defaultScratchDir(lookupEnv),
 		ScratchMax:                DefaultScratchMax,

@@ -99,6 +99,7 @@ func defaultConfig() *Config {
 		LogFormat:                 "text",
 		Widgets:                   "full",
 		MaxRequestBody:            33554432,
+		CommandNice:               10,
 		Edge:                      defaultEdge(),
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
@@ -185,6 +186,7 @@ func TestLoadEnv(t *testing.T) {
 		"DEVSPACE_OUTPUT_GRANT_SHARE", "64MiB",
 		"DEVSPACE_COMMAND_PIDS_MAX", "500",
 		"DEVSPACE_COMMAND_MEMORY_MAX", "2GiB",
+		"DEVSPACE_COMMAND_NICE", "19",
 	)
 	got, err := Load(nil, env(e))
 	if err != nil {
@@ -217,6 +219,7 @@ func TestLoadEnv(t *testing.T) {
 		OutputGrantShare:          64 << 20,
 		CommandPidsMax:            500,
 		CommandMemoryMax:          2 << 30,
+		CommandNice:               19,
 		Edge:                      defaultEdge(),
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
@@ -580,6 +583,16 @@ func TestLoadInvalidValues(t *testing.T) {
 			name: "command pids too few",
 			env:  with(baseEnv, "DEVSPACE_COMMAND_PIDS_MAX", "15"),
 			want: `DEVSPACE_COMMAND_PIDS_MAX: 15 is out of range; use auto or 16 to 4194304`,
+		},
+		{
+			name: "command nice above the lowest",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_NICE", "20"),
+			want: `DEVSPACE_COMMAND_NICE: 20 is out of range; use 0 (the server's priority) to 19 (the lowest)`,
+		},
+		{
+			name: "command nice above the server",
+			env:  with(baseEnv, "DEVSPACE_COMMAND_NICE", "-5"),
+			want: `DEVSPACE_COMMAND_NICE: -5 is out of range; use 0 (the server's priority) to 19 (the lowest)`,
 		},
 		{
 			name: "command memory too little",

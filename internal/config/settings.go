@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +44,7 @@ const (
 	envOutputGrantShare     = "DEVSPACE_OUTPUT_GRANT_SHARE"
 	envCommandPidsMax       = "DEVSPACE_COMMAND_PIDS_MAX"
 	envCommandMemoryMax     = "DEVSPACE_COMMAND_MEMORY_MAX"
+	envCommandNice          = "DEVSPACE_COMMAND_NICE"
 )
 
 // setting ties one Config field to its flag and environment variable.
@@ -321,6 +323,12 @@ func settings() []setting {
 			parse: func(c *Config, v string) error {
 				return parseAuto(&c.CommandMemoryMax, v, parseSize)
 			},
+		},
+		{
+			flag: "command-nice", env: envCommandNice, arg: "N",
+			def:   strconv.Itoa(DefaultCommandNice),
+			usage: "CPU priority of commands, a nice value from 0 (the server's own) to 19 (the lowest). Below the server's, the server keeps answering every grant however busy commands keep the CPU.",
+			parse: func(c *Config, v string) error { return parseInt(&c.CommandNice, v) },
 		},
 		{
 			flag: "widgets", env: envWidgets, arg: "MODE",

@@ -62,6 +62,9 @@ func (c *Config) validate() []error {
 	if c.CommandPidsMax != 0 && (c.CommandPidsMax < MinCommandPidsMax || c.CommandPidsMax > MaxCommandPidsMax) {
 		add(errorf(envCommandPidsMax, "%d is out of range; use auto or %d to %d", c.CommandPidsMax, MinCommandPidsMax, MaxCommandPidsMax))
 	}
+	if c.CommandNice < 0 || c.CommandNice > MaxCommandNice {
+		add(errorf(envCommandNice, "%d is out of range; use 0 (the server's priority) to %d (the lowest)", c.CommandNice, MaxCommandNice))
+	}
 	if c.CommandMemoryMax != 0 && (c.CommandMemoryMax < MinCommandMemoryMax || c.CommandMemoryMax > MaxCommandMemoryMax) {
 		add(errorf(envCommandMemoryMax, "%d bytes is out of range; use auto or 64MiB (%d) to 1024GiB (%d)",
 			c.CommandMemoryMax, MinCommandMemoryMax, MaxCommandMemoryMax))

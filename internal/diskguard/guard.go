@@ -10,7 +10,12 @@
 // The bounds are polled, so they overshoot by what a writer writes between
 // two polls (Options.Tick/4 once a filesystem has less than twice the
 // reserve free; the quota's scan every Options.ScanEvery, or at once when
-// the scratch filesystem lost 64 MiB): the reserve absorbs that.
+// the scratch filesystem lost 64 MiB): the reserve absorbs that. When a
+// writer outruns the polls anyway, a Check that finds its filesystem
+// below the refusal line wakes the guard and waits for it to stop the
+// writer (Options.ReclaimWait) before it refuses: one grant's writes do
+// not refuse another grant's command for as long as the guard can
+// reclaim the space.
 package diskguard
 
 import (
@@ -61,6 +66,9 @@ const (
 	DefaultTick       = 20 * time.Millisecond
 	DefaultScanEvery  = time.Second
 	DefaultMaxEntries = 500_000
+	// DefaultReclaimWait is how long Check waits for the guard to bring a
+	// low filesystem back above the refusal line.
+	DefaultReclaimWait = time.Second
 	// scanOnDrop: a scratch filesystem that lost this much free space
 	// since the last scan is scanned again at once.
 	scanOnDrop = 64 << 20
@@ -87,6 +95,10 @@ type Options struct {
 	// calls it about once a second while the state filesystem has the
 	// reserve free.
 	RestoreReserve func() bool
+	// ReclaimWait is how long Check waits for the guard to reclaim space
+	// before it refuses (default DefaultReclaimWait; negative: not at
+	// all).
+	ReclaimWait time.Duration
 }
 
 // Guard enforces the reserve and the scratch quota. It is safe for
@@ -94,6 +106,8 @@ type Options struct {
 type Guard struct {
 	opts Options
 	log  *slog.Logger
+	// wake asks Run to look now: a Check found a filesystem low.
+	wake chan struct{}
 
 	// Run's goroutine only: the low filesystem's baseline, and the
 	// scratch directories of the groups running at the last scan and of
@@ -124,14 +138,49 @@ func New(opts Options) *Guard {
 	if opts.Projects == nil {
 		opts.Projects = func() []string { return nil }
 	}
-	return &Guard{opts: opts, log: opts.Log.With("component", "diskguard"), stopped: map[string]int{}}
+	if opts.ReclaimWait == 0 {
+		opts.ReclaimWait = DefaultReclaimWait
+	}
+	return &Guard{opts: opts, log: opts.Log.With("component", "diskguard"), stopped: map[string]int{}, wake: make(chan struct{}, 1)}
 }
 
 // Check returns ErrDiskLow (wrapped, naming the role, never the path) when
 // the filesystem of a path has less free space than a quarter of the
-// reserve: new commands and patches there are refused. Each call asks the
-// kernel (statfs, about a microsecond).
-func (g *Guard) Check(paths ...string) error {
+// reserve: new commands and patches there are refused. Each look asks the
+// kernel (statfs, about a microsecond). A filesystem below the line
+// wakes the guard, and Check looks again every Options.Tick for up to
+// Options.ReclaimWait (or until ctx ends): a writer that outran the
+// guard's polls is stopped and its scratch emptied in that time, and the
+// caller — often another grant — is not refused for it.
+func (g *Guard) Check(ctx context.Context, paths ...string) error {
+	err := g.check(paths)
+	if err == nil || g.opts.ReclaimWait < 0 {
+		return err
+	}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	deadline := time.NewTimer(g.opts.ReclaimWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(g.opts.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-deadline.C:
+			return err
+		case <-tick.C:
+			if err = g.check(paths); err == nil {
+				return nil
+			}
+		}
+	}
+}
+
+// check is one look of Check.
+func (g *Guard) check(paths []string) error {
 	for _, p := range paths {
 		if p == "" {
 			continue
@@ -146,16 +195,18 @@ func (g *Guard) Check(paths ...string) error {
 // CheckCommand is Check for a new command: its output goes to the state
 // directory, its HOME and TMPDIR to the scratch directory, and unless it
 // is readOnly it writes root.
-func (g *Guard) CheckCommand(root string, writesRoot bool) error {
+func (g *Guard) CheckCommand(ctx context.Context, root string, writesRoot bool) error {
 	if !writesRoot {
 		root = ""
 	}
-	return g.Check(g.opts.StateDir, g.opts.ScratchBase, root)
+	return g.Check(ctx, g.opts.StateDir, g.opts.ScratchBase, root)
 }
 
 // CheckPatch is Check for a patch (or an undo) of root: its files, and
 // its journal and snapshots in the state directory.
-func (g *Guard) CheckPatch(root string) error { return g.Check(g.opts.StateDir, root) }
+func (g *Guard) CheckPatch(ctx context.Context, root string) error {
+	return g.Check(ctx, g.opts.StateDir, root)
+}
 
 // FS is a watched filesystem's state (doctor, diagnostic, /readyz).
 type FS struct {
@@ -216,6 +267,15 @@ func (g *Guard) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-g.wake:
+			// A Check found a filesystem low: look now, and from here as
+			// often as close to the reserve.
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
 		next = g.opts.Tick
 		cmds := g.opts.Commands.Commands()

@@ -1,6 +1,7 @@
 package diskguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,22 +62,24 @@ func TestCheckRefusesBelowAQuarter(t *testing.T) {
 		}
 	}
 	other := t.TempDir() // the machine's disk, not the small one
-	g := New(Options{Reserve: 128 << 20, StateDir: other, ScratchBase: scratch})
-	if err := g.CheckPatch(project); err != nil {
+	// No guard runs here to reclaim anything: refuse at once.
+	ctx := context.Background()
+	g := New(Options{Reserve: 128 << 20, StateDir: other, ScratchBase: scratch, ReclaimWait: -1})
+	if err := g.CheckPatch(ctx, project); err != nil {
 		t.Fatalf("64 MiB free against a 128 MiB reserve (a quarter is 32): %v", err)
 	}
 	testutil.FillFS(t, filepath.Join(small, "fill"))
-	if err := g.CheckPatch(project); !errors.Is(err, ErrDiskLow) {
+	if err := g.CheckPatch(ctx, project); !errors.Is(err, ErrDiskLow) {
 		t.Errorf("a patch of a Project on a full filesystem: %v, want ErrDiskLow", err)
 	}
-	if err := g.CheckCommand(project, true); !errors.Is(err, ErrDiskLow) {
+	if err := g.CheckCommand(ctx, project, true); !errors.Is(err, ErrDiskLow) {
 		t.Errorf("a workspaceWrite command there: %v, want ErrDiskLow", err)
 	}
-	if err := g.CheckCommand(project, false); err != nil {
+	if err := g.CheckCommand(ctx, project, false); err != nil {
 		t.Errorf("a readOnly command there (it writes only its scratch and output): %v", err)
 	}
-	gs := New(Options{Reserve: 128 << 20, StateDir: state, ScratchBase: scratch})
-	if err := gs.CheckCommand(other, false); !errors.Is(err, ErrDiskLow) {
+	gs := New(Options{Reserve: 128 << 20, StateDir: state, ScratchBase: scratch, ReclaimWait: -1})
+	if err := gs.CheckCommand(ctx, other, false); !errors.Is(err, ErrDiskLow) {
 		t.Errorf("any command while the state's filesystem is full (its output goes there): %v, want ErrDiskLow", err)
 	}
 	var low *FS

@@ -138,7 +138,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// Disk refuses a patch while the disk it would write is low
 	// (diskguard.ErrDiskLow); nil checks nothing.
-	Disk interface{ CheckPatch(root string) error }
+	Disk interface {
+		CheckPatch(ctx context.Context, root string) error
+	}
 	// Logger receives the failures of recording a committed change, which
 	// never fail the call; nil discards.
 	Logger *slog.Logger
@@ -216,7 +218,7 @@ func (w *workspace) close() { w.Close() }
 func once[T any](ctx context.Context, s *Service, h executions.Handle, tool, operationID string, request any,
 	effect func(ctx context.Context, w *workspace) (*T, error)) (_ *T, replayed bool, _ error) {
 	if s.opts.Disk != nil {
-		if err := s.opts.Disk.CheckPatch(h.Project().Path); err != nil {
+		if err := s.opts.Disk.CheckPatch(ctx, h.Project().Path); err != nil {
 			return nil, false, idempotency.NotStarted(err)
 		}
 	}

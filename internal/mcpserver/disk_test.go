@@ -240,3 +240,55 @@ func TestScratchQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskLowAimsAtTheWriter (issue 31, item 1; found by make load's
+// hostile grant, whose fills outran the guard's polls on a loaded machine
+// and got other grants' new commands refused with disk_low): the scratch
+// filesystem is full because of one grant's scratch when another grant
+// starts a command. The start waits for the guard, which stops and
+// empties the writer, and runs; it is refused only when the space cannot
+// be reclaimed. Not parallel: the guard must win its race.
+func TestDiskLowAimsAtTheWriter(t *testing.T) {
+	base := testutil.SmallFS(t, 256<<20)
+	env := apptest.Start(t, apptest.Options{Dir: base, Projects: []string{"a", "b"},
+		Env: map[string]string{"DEVSPACE_OAUTH_SCOPES": execScopes["DEVSPACE_OAUTH_SCOPES"], "DEVSPACE_DISK_RESERVE": "64MiB", "DEVSPACE_SCRATCH_MAX": "64MiB"}})
+	filler := openGrant(t, env, "filler", "a", []string{"project:read", "process:execute"})
+	other := openGrant(t, env, "other", "b", []string{"project:read", "project:write", "process:execute"})
+
+	sc, _ := callTool(t, filler.cs, "exec_command", map[string]any{"operationId": "hold", "shell": true,
+		"command": `echo x > "$HOME/filler-mark"; sleep 60`}, filler.me)
+	ref, _ := sc["processRef"].(string)
+	if ref == "" {
+		t.Fatalf("the filler's command: %v", sc)
+	}
+	var marks []string
+	for deadline := time.Now().Add(5 * time.Second); len(marks) == 0; time.Sleep(10 * time.Millisecond) {
+		if marks = scratchFiles(t, env, "filler-mark"); time.Now().After(deadline) {
+			t.Fatal("the filler's scratch directory never showed")
+		}
+	}
+	// What the filler writes faster than the guard polls, all at once.
+	testutil.FillFS(t, filepath.Join(filepath.Dir(marks[0]), "fill"))
+	t.Logf("%d MiB free on the scratch filesystem, %d on the state's", freeMiB(marks[0]), freeMiB(env.StateDir))
+	start := time.Now()
+	sc, _ = callTool(t, other.cs, "exec_command", map[string]any{"operationId": "after", "shell": true, "command": "echo fine"}, other.me)
+	if sc["output"] != "fine\n" {
+		t.Fatalf("another grant's command while the filler's scratch fills the disk: %v", sc)
+	}
+	t.Logf("the other grant's command ran after %s", time.Since(start).Round(time.Millisecond))
+	if end := filler.finish(t, ref, 10*time.Second); end["killReason"] != "scratch_quota" {
+		t.Errorf("the filler: %v, want killed for its scratch quota", end)
+	}
+
+	// Space nobody's commands hold cannot be reclaimed: then new commands
+	// are refused, after the wait.
+	testutil.FillFS(t, filepath.Join(base, "filler-from-outside"))
+	start = time.Now()
+	sc, res := callTool(t, other.cs, "exec_command", map[string]any{"operationId": "full", "shell": true, "command": "echo fine"}, other.me)
+	if e, _ := sc["error"].(map[string]any); !res.IsError || e["code"] != "disk_low" {
+		t.Fatalf("a command on a disk full of the host's files: %v", sc)
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond {
+		t.Errorf("refused after %s, before the guard could reclaim anything", waited)
+	}
+}

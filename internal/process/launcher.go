@@ -117,6 +117,10 @@ func LauncherMain(args []string) int {
 		return 1
 	}
 	limits := limitsFromEnv()
+	if err := commandPriority(limits.Nice); err != nil {
+		fmt.Fprintln(os.Stderr, "devspace: __launch: nice:", err)
+		return 1
+	}
 	if err := commandOOMScore(); err != nil {
 		fmt.Fprintln(os.Stderr, "devspace: __launch: oom_score_adj:", err)
 		return 1
@@ -351,6 +355,8 @@ type launcherProc struct {
 	// cgroup is the one it is in: forCgroup, or "" when that could not be
 	// created or entered (the command then runs without one).
 	forCgroup, cgroup string
+	// nice is the CPU priority of its command (commandLimits.Nice).
+	nice int
 }
 
 // startLauncher starts a launcher, from the supervisor's locked main
@@ -434,7 +440,7 @@ func startLauncher(cgroup string, o launcherOpts) (*launcherProc, error) {
 		return nil, fmt.Errorf("start the launcher: %w", err)
 	}
 	conn := os.NewFile(uintptr(fds[0]), "devspace-launcher-"+strconv.Itoa(pid))
-	l := &launcherProc{pid: pid, conn: conn, forCgroup: cgroup, cgroup: placed}
+	l := &launcherProc{pid: pid, conn: conn, forCgroup: cgroup, cgroup: placed, nice: o.limits.Nice}
 	l.rd = bufio.NewReaderSize(&l.recv, 4<<10)
 	l.recv.fd = fds[0]
 	return l, nil
@@ -478,6 +484,26 @@ func commandRlimits(c commandLimits) error {
 	}
 	n := min(uint64(c.NProc), old.Max)
 	return unix.Prlimit(0, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
+}
+
+// commandPriority lowers the CPU priority of the calling thread — the
+// locked one that execs the command, whose processes all inherit it — to
+// nice, and that of the launcher's new session's autogroup, which is what
+// the scheduler weighs against the server's where sessions are scheduled
+// as groups. The autogroup's is best effort: the kernel has none (no
+// CONFIG_SCHED_AUTOGROUP), or rate-limits the change without
+// CAP_SYS_ADMIN (EAGAIN: one change a tenth of a second machine-wide);
+// where autogroups are off or the server is in a CPU cgroup it weighs
+// nothing anyway.
+func commandPriority(nice int) error {
+	if nice <= 0 {
+		return nil
+	}
+	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
+		return err
+	}
+	_ = os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(nice)), 0)
+	return nil
 }
 
 // commandOOMScore makes the launcher, and so its command, the kernel OOM
@@ -565,6 +591,7 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 	if err != nil {
 		return "", -1, err
 	}
+	l.groupPriority()
 	rights := syscall.UnixRights(stdin, output)
 	if err := syscall.Sendmsg(int(l.conn.Fd()), []byte{'F'}, rights, nil, 0); err != nil {
 		return "", -1, errLauncherGone
@@ -593,6 +620,23 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 		return "", -1, launchError{msg: r.Error, errno: syscall.Errno(r.Errno)}
 	}
 	return r.Sandbox, -1, nil
+}
+
+// groupPriority sets the nice of the launcher's session's autogroup from
+// the supervisor, once the launcher is in a session of its own (never the
+// server's: before its setsid it shares the server's autogroup). The
+// launcher tries first (commandPriority); the supervisor is outside the
+// command's user namespace, so where the server has CAP_SYS_ADMIN (root
+// on a bare host) the kernel's rate limit does not refuse it. Best
+// effort, like the launcher's.
+func (l *launcherProc) groupPriority() {
+	if l.nice <= 0 {
+		return
+	}
+	if sid, err := unix.Getsid(l.pid); err != nil || sid != l.pid {
+		return
+	}
+	_ = os.WriteFile("/proc/"+strconv.Itoa(l.pid)+"/autogroup", []byte(strconv.Itoa(l.nice)), 0)
 }
 
 // launchError is a launcher's failure; it unwraps to its errno.

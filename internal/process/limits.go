@@ -38,6 +38,19 @@ import (
 // container's memory limit) picks a command, never the server; a
 // confined command cannot lower it (its /proc entries are read-only or
 // outside its domain).
+//
+// In every tier commands run below the server's CPU priority
+// (Limits.Nice, nice 10 by default): the server's own work — answering
+// every grant's calls, reading their output — comes first whatever the
+// commands do with the CPU. A launcher sets it on the thread that execs
+// the command, so every process of the command inherits it, and it and
+// its supervisor set it on the command's session's autogroup: where the kernel schedules sessions as groups
+// (sched_autogroup_enabled, the server outside any CPU cgroup), each
+// command's session would otherwise weigh as much as the whole server.
+// A command cannot raise it again (that needs CAP_SYS_NICE, and its /proc
+// entries are read-only in its domain); setsid gives it a new autogroup
+// at the default weight (see docs/decisions.md "CPU priority of
+// commands").
 
 // Kill reasons of the limits (State.KillReason).
 const (
@@ -97,6 +110,10 @@ type Limits struct {
 	// MemoryMax bounds one command's memory in bytes; default (and
 	// most): its tenant's share, half of LimitsState.CommandsMemory.
 	MemoryMax int64
+	// Nice is the CPU priority commands run at, 0 (the server's) to 19
+	// (the lowest); the server's configuration defaults it to
+	// DefaultNice.
+	Nice int
 	// Budget replaces the probe of the pids and memory the server and its
 	// commands may use together (their cgroup's limits, else the
 	// machine's: probeBudget); tests use it.
@@ -139,7 +156,16 @@ type LimitsState struct {
 	// tenant's share).
 	PidsMax   int
 	MemoryMax int64
+	// Nice is the nice value commands run at (Limits.Nice).
+	Nice int
 }
+
+// DefaultNice is the CPU priority the server's configuration gives
+// commands (DEVSPACE_COMMAND_NICE), MaxNice the lowest there is.
+const (
+	DefaultNice = 10
+	MaxNice     = 19
+)
 
 // Limits returns how commands are bounded, fixed at the first command
 // (it waits for the cgroup probe New started).
@@ -214,7 +240,7 @@ func limitsState(l Limits, sb SandboxState, disableCgroup bool, parent string, u
 // may use half of the rest, each command at most its tenant's share.
 func limitsFor(l Limits, b Budget) LimitsState {
 	pids, memory := b.Pids, b.Memory
-	st := LimitsState{BudgetPids: pids, BudgetMemory: memory, BudgetFrom: "machine"}
+	st := LimitsState{BudgetPids: pids, BudgetMemory: memory, BudgetFrom: "machine", Nice: min(max(l.Nice, 0), MaxNice)}
 	if b.FromCgroup {
 		st.BudgetFrom = "cgroup"
 	}
@@ -401,11 +427,14 @@ type commandLimits struct {
 	// clones a launcher's user namespace (NProcPerCommand).
 	NProc      int64 `json:"nproc,omitempty"`
 	CloneNProc int64 `json:"clone_nproc,omitempty"`
+	// Nice is the CPU priority a launcher gives its command
+	// (commandPriority).
+	Nice int `json:"nice,omitempty"`
 }
 
 // commandLimits returns what supervisors enforce for st.
 func commandLimitsOf(st LimitsState) commandLimits {
-	c := commandLimits{PidsMax: st.PidsMax, MemoryMax: st.MemoryMax}
+	c := commandLimits{PidsMax: st.PidsMax, MemoryMax: st.MemoryMax, Nice: st.Nice}
 	if st.Mechanism == LimitsCgroup {
 		c.Cgroup = true
 		return c

@@ -1,7 +1,9 @@
 package process
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -227,4 +229,63 @@ func TestTenantShare(t *testing.T) {
 			t.Errorf("within their shares: %+v, %+v", other.State(), b.State())
 		}
 	})
+}
+
+// TestCommandsRunBelowTheServer: every process of a command runs at
+// Limits.Nice, its session's autogroup too where the kernel has them
+// (where sessions are scheduled as groups, each command's would weigh as
+// much as the whole server), and the command can raise neither again.
+func TestCommandsRunBelowTheServer(t *testing.T) {
+	a := newAppliance(t, Options{Limits: Limits{Nice: 12}})
+	p, err := a.m.Start(context.Background(), "g", Spec{Shell: true, Dir: a.alpha, Root: a.alpha, Env: BaseEnv(os.Environ()), Timeout: 60 * time.Second,
+		Command: `sleep 30 & echo "child $!"; renice -n 0 -p $$ >/dev/null 2>&1 && echo reniced; echo 0 >/proc/self/autogroup 2>/dev/null && echo regrouped; echo tried; wait`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill("test_end") })
+	waitOutput(t, p, "tried", 10*time.Second)
+	out := string(p.Head(4096))
+	if strings.Contains(out, "reniced") || strings.Contains(out, "regrouped") {
+		t.Errorf("the command raised its priority again: %q", out)
+	}
+	var child int
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "child "); ok {
+			child, _ = strconv.Atoi(v)
+		}
+	}
+	for what, pid := range map[string]int{"command": p.pid, "its child": child} {
+		if got := niceOf(t, pid); got != 12 {
+			t.Errorf("%s (pid %d) runs at nice %d, want 12", what, pid, got)
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid))
+		if os.IsNotExist(err) {
+			continue // no CONFIG_SCHED_AUTOGROUP
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(strings.TrimSpace(string(b)), " nice 12") {
+			t.Errorf("%s's autogroup: %q, want nice 12", what, b)
+		}
+	}
+	if got := niceOf(t, os.Getpid()); got != 0 {
+		t.Errorf("the server runs at nice %d", got)
+	}
+}
+
+// niceOf returns the nice value of pid (field 19 of /proc/<pid>/stat).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command name, which may hold spaces: state is 3.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	n, err := strconv.Atoi(f[19-3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -327,7 +327,7 @@ func (m *Manager) logLimits() {
 	m.log.Info("command limits", "mechanism", st.Mechanism, "reason", st.Reason, "pids_max", st.PidsMax,
 		"memory_max", st.MemoryMax, "tenant_pids", st.TenantPids, "tenant_memory", st.TenantMemory,
 		"commands_pids", st.CommandsPids, "commands_memory", st.CommandsMemory, "budget_from", st.BudgetFrom,
-		"rlimit_nproc", st.NProc)
+		"rlimit_nproc", st.NProc, "nice", st.Nice)
 }
 
 // findSupervisor returns the binary supervisors run: the command helper
