@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	a := core
 	var consoleHandler http.Handler
 	if cfg.AdminListen != "" {
-		a.console = console.New(console.Options{Admin: a, ListenAddr: cfg.AdminListen, Logger: log, Now: opts.Now})
+		a.console = console.New(a.consoleOptions(log, opts.Now))
 		consoleHandler = a.console
 	}
 	a.http = httpserver.New(httpserver.Options{

@@ -75,7 +75,6 @@ func pressEnter(t *testing.T, b *browsertest.Browser) {
 	}
 }
 
-
 // TestConsoleInChromium: the Owner signs in with a `devspace admin` link,
 // the link cannot be used again, and revoking a real grant from the Grants
 // page with the keyboard alone makes its token get 401 at /mcp. The pages
