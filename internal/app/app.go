@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/activity"
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/clientmeta"
 	"github.com/devspace-dev/devspace/internal/commands"
@@ -114,6 +115,7 @@ type App struct {
 	worktrees   *worktree.Manager // nil without a server or a worktree directory
 	console     *console.Console  // nil when DEVSPACE_ADMIN_LISTEN is off
 	http        *httpserver.Server
+	activity    *activity.Recorder // tool calls and commands running, for the console
 }
 
 // ErrNotInitialized means the configured state directory holds no
@@ -220,7 +222,8 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		return nil, err
 	}
 	m := metrics.New()
-	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, Settle)}
+	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, Settle),
+		activity: activity.New(activity.Options{Now: opts.Now})}
 	sandboxOpts := commandSandbox(cfg, opts)
 	sandboxState := process.SandboxStateOf(sandboxOpts)
 	scopes := cfg.OAuthScopes
@@ -310,7 +313,8 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 		Tasks:       tasks.New(st, ops, activity),
 		IdentityKey: auth.Derive(purposeIdentity), AllowedOrigins: []string{cfg.Issuer(), "https://chatgpt.com"},
 		MaxBodyBytes: cfg.MaxRequestBody, BodyBudget: cfg.Edge.MCPBodyBudget, BodyGrantShare: cfg.GrantShare(),
-		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, Edits: patches})
+		SessionIdleTimeout: cfg.Edge.MCPSessionIdleTimeout, SessionsPerGrant: cfg.Edge.MCPSessionsPerGrant, Metrics: m, Logger: log, Edits: patches,
+		Calls: a.activity})
 	m.GaugeFunc("executions_active", "Executions not closed.", func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -1,5 +1,3 @@
-//go:build activity_merged
-
 package app
 
 import (

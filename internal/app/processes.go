@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/devspace-dev/devspace/internal/activity"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/diskguard"
@@ -20,13 +21,21 @@ import (
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
-// processMetrics adapts the metrics registry to process.Metrics.
-type processMetrics struct{ m *metrics.Metrics }
+// processMetrics adapts the metrics registry to process.Metrics, and
+// tells the activity recorder how many commands run.
+type processMetrics struct {
+	m        *metrics.Metrics
+	activity *activity.Recorder
+}
 
 func (p processMetrics) ProcessKilled(reason string) { p.m.ProcessKilled(reason) }
 func (p processMetrics) OrphansKilled(n int)         { p.m.OrphansKilledAdd(n) }
-func (p processMetrics) RunningChanged(n int)        { p.m.RunningChanged(n) }
 func (p processMetrics) OutputTruncated(r string)    { p.m.OutputTruncated(r) }
+
+func (p processMetrics) RunningChanged(n int) {
+	p.m.RunningChanged(n)
+	p.activity.SetRunning(n)
+}
 
 // OutputDir holds retained command output (spool files; their records
 // are in SQLite). Commands do not survive a restart, but their output
@@ -130,7 +139,8 @@ func limitsMetric(m *metrics.Metrics, st process.LimitsState) {
 	}
 }
 
-func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics) (*process.Manager, error) {
+func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions, log *slog.Logger, m *metrics.Metrics,
+	rec *activity.Recorder) (*process.Manager, error) {
 	dir := OutputDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create command output dir: %w", err)
@@ -151,7 +161,7 @@ func newProcessManager(cfg *config.Config, opts Options, sandboxOpts process.San
 	return process.New(process.Options{SupervisorPath: path, PreferHelper: opts.SupervisorPath == "", SpoolDir: dir,
 		SpoolShareBytes: cfg.OutputGrantShare, LogCommands: cfg.LogShellCommands, Sandbox: sandboxOpts, Limits: commandLimits(cfg),
 		Subreaper: true, WarmLater: true,
-		Logger: log.With("component", "process"), Metrics: processMetrics{m}})
+		Logger: log.With("component", "process"), Metrics: processMetrics{m, rec}})
 }
 
 // newOutputRecords reconciles the output a previous run left and exports
@@ -183,7 +193,7 @@ func newOutputRecords(ctx context.Context, st *store.Store, procs *process.Manag
 // then sweeping in the background) and the undo snapshots, which close
 // with the executions too. On error nothing is left running.
 func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options, sandboxOpts process.SandboxOptions) error {
-	procs, err := newProcessManager(cfg, opts, sandboxOpts, a.log, a.metrics)
+	procs, err := newProcessManager(cfg, opts, sandboxOpts, a.log, a.metrics, a.activity)
 	if err != nil {
 		return err
 	}
@@ -206,6 +216,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 	limitsMetric(a.metrics, procs.Limits())
 	go a.outputs.Run(a.bg)
 	go a.disk.Run(a.bg)
+	go a.sampleRunning(a.bg)
 	return nil
 }
 

@@ -369,3 +369,14 @@ func (r *OutputRecords) Run(ctx context.Context) {
 		}
 	}
 }
+
+// LookupOwner returns the record of processRef whatever its grant and
+// execution: the Owner's view (Service.OwnerTail). Errors:
+// ErrNoOutputRecord when there is none.
+func (r *OutputRecords) LookupOwner(ctx context.Context, processRef string) (*OutputRecord, error) {
+	rec, err := r.st.ProcessOutputOwner(ctx, processRef)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNoOutputRecord
+	}
+	return rec, err
+}

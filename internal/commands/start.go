@@ -238,7 +238,7 @@ func (s *Service) start(ctx context.Context, h executions.Handle, req StartReque
 		mode = "shell"
 	}
 	e := &entry{p: p, out: p, ref: ids.New("prc_", 16), outputRef: ids.New("out_", 16), grantID: o.GrantID, execID: o.ExecutionID,
-		sessionRef: o.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref}
+		sessionRef: o.SessionRef, mode: mode, dir: dir, projectRef: proj.Ref, commandLine: commandLine(cmd)}
 	// The record exists before the operation completes, so that after a
 	// crash every ref the model was given reads back (as killed).
 	recorded := false

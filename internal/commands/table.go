@@ -35,6 +35,9 @@ type entry struct {
 	mode       string
 	dir        string // Project-relative working directory
 	projectRef string
+	// commandLine is the command as the Owner is shown it, credentials
+	// redacted (commandLine); "" for a retained command.
+	commandLine string
 }
 
 func (e *entry) state() process.State {

@@ -1,8 +1,3 @@
-//go:build activity_merged
-
-// Built with -tags activity_merged until internal/activity (branch activity)
-// is in main; then drop the build line (and app/console_noactivity.go).
-
 package console_test
 
 import (

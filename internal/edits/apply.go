@@ -11,6 +11,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
 	"github.com/devspace-dev/devspace/internal/project"
+	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
@@ -106,7 +107,7 @@ func (s *Service) recordPatch(ctx context.Context, w *workspace, req ApplyReques
 			}
 		})
 	}
-	s.record(ctx, w.exec.ID, "patch_applied", res, files)
+	s.record(ctx, w.exec.ID, store.JournalApplied, res, files)
 	wg.Wait()
 }
 

@@ -92,7 +92,7 @@ type Locks interface {
 // apply_patch_history (store.Store).
 type Journal interface {
 	JournalRoom(ctx context.Context, executionID string, size int64, lim store.JournalLimits) error
-	AppendJournal(ctx context.Context, executionID, files, diff string) (int64, error)
+	AppendJournal(ctx context.Context, executionID, kind, files, diff string) (int64, error)
 }
 
 // Instructions delivers the nested instruction files that apply to paths
@@ -258,7 +258,7 @@ func once[T any](ctx context.Context, s *Service, h executions.Handle, tool, ope
 // Failures are logged: the change is committed whatever happens here.
 func (s *Service) record(ctx context.Context, executionID, kind string, res *patch.Result, files []File) {
 	list, _ := json.Marshal(files)
-	if _, err := s.opts.Journal.AppendJournal(ctx, executionID, string(list), patch.RenderDiff(res)); err != nil {
+	if _, err := s.opts.Journal.AppendJournal(ctx, executionID, kind, string(list), patch.RenderDiff(res)); err != nil {
 		s.log.ErrorContext(ctx, "append patch journal", "err", err)
 	}
 	touched := make([]map[string]any, 0, len(files))

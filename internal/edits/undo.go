@@ -7,6 +7,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/idempotency"
 	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/undo"
 )
 
@@ -81,9 +82,9 @@ func (s *Service) Undo(ctx context.Context, h executions.Handle, req UndoRequest
 		for _, f := range res.Files {
 			out.Files = append(out.Files, File{Path: f.Path, Action: f.Action, Added: f.Added, Removed: f.Removed, ContentHash: f.After})
 		}
-		kind := "patch_undone"
+		kind := store.JournalUndone
 		if req.Redo {
-			kind = "patch_redone"
+			kind = store.JournalRedone
 		}
 		s.record(ctx, w.exec.ID, kind, res, out.Files)
 		return out, nil

@@ -164,6 +164,9 @@ func (s *Server) listProjects(ctx context.Context, c *call, in *listProjectsIn) 
 	if in.ProjectRef != "" && len(out.Projects) == 0 {
 		return out, executions.ErrProjectNotAuthorized
 	}
+	if in.ProjectRef != "" {
+		c.project = in.ProjectRef
+	}
 	counts, err := s.opts.Tasks.Counts(ctx, refs)
 	if err != nil {
 		return out, err
@@ -218,6 +221,7 @@ func (s *Server) projectControl(ctx context.Context, c *call, in *projectControl
 		return out, operationError(in.OperationID, err) // hydrate and interrupt have none
 	}
 	if opened != nil {
+		c.project = opened.ProjectRef
 		out.ProjectRef, out.Label, out.Status, out.Instructions = opened.ProjectRef, opened.Label, opened.Status, opened.Instructions
 	}
 	return out, nil

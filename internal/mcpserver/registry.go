@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/devspace-dev/devspace/internal/activity"
 	"github.com/devspace-dev/devspace/internal/executions"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/strictjson"
@@ -37,6 +38,7 @@ type call struct {
 	principal *oauth.Principal
 	caller    executions.Caller // SessionRef may be "" (no host session)
 	req       *mcp.CallToolRequest
+	project   string // the projectRef the call worked on, once known (Options.Calls)
 }
 
 // requireSession fails closed when the call carries no session identity.
@@ -195,7 +197,7 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 	s.tools = append(s.tools, tool{spec: sp, def: def})
 	s.mcp.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		res := s.invoke(ctx, sp, req, strict, func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error) {
+		res, c := s.invoke(ctx, sp, req, strict, func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error) {
 			var in In
 			if len(raw) > 0 && string(raw) != "null" {
 				if err := json.Unmarshal(raw, &in); err != nil {
@@ -209,30 +211,48 @@ func addTool[In any, Out summarizer](s *Server, sp spec, fn func(ctx context.Con
 			}
 			return fn(ctx, c, &in)
 		})
-		outcome := "ok"
+		outcome, code := "ok", ""
 		if res.IsError {
-			outcome = "error"
+			outcome, code = "error", "internal_error"
 			if m, ok := res.StructuredContent.(map[string]any); ok {
 				if te, ok := m["error"].(*ToolError); ok {
-					outcome = te.Category
+					outcome, code = te.Category, te.Code
 				}
 			}
 		}
+		elapsed := time.Since(start)
 		s.opts.Metrics.ToolCalls.WithLabelValues(sp.name, outcome).Inc()
-		s.opts.Metrics.ToolCallDuration.WithLabelValues(sp.name).Observe(time.Since(start).Seconds())
+		s.opts.Metrics.ToolCallDuration.WithLabelValues(sp.name).Observe(elapsed.Seconds())
+		if s.opts.Calls != nil {
+			s.observe(activity.Call{At: start, Tool: sp.name, Duration: elapsed, Code: code}, req, c)
+		}
 		return res, nil
 	})
 }
 
+// observe tells Options.Calls about a call that ended, adding who made it
+// and the Project it worked on: c is nil when it failed before its
+// identity was known.
+func (s *Server) observe(ac activity.Call, req *mcp.CallToolRequest, c *call) {
+	if p := principalOf(req); p != nil {
+		ac.GrantID, ac.Client = p.GrantID, p.ClientName
+	}
+	if c != nil {
+		ac.Project = c.project
+	}
+	s.opts.Calls.Record(ac)
+}
+
 // invoke runs the parts every tool shares: principal, scope, strict
-// decoding, identity, error mapping and rendering.
+// decoding, identity, error mapping and rendering. It returns the result
+// and the call it ran, nil when it failed before that.
 func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, strict *strictjson.Schema,
-	run func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error)) *mcp.CallToolResult {
+	run func(ctx context.Context, c *call, raw json.RawMessage) (summarizer, error)) (*mcp.CallToolResult, *call) {
 	p := principalOf(req)
 	if p == nil {
 		te := mapError(errors.New("no principal on an authenticated request"))
 		s.logFailure(ctx, sp.name, te)
-		return errorResult(te)
+		return errorResult(te), nil
 	}
 	for _, need := range sp.scopes {
 		if !p.HasScope(need) {
@@ -240,12 +260,12 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 				"This connection was not granted "+need+"; the owner can approve it by reconnecting the app.", "reconnect the app to grant "+need)
 			te.wwwAuth = s.opts.OAuth.Challenge("insufficient_scope", "this tool needs "+need, sp.scopes)
 			te.Details = map[string]any{"requiredScopes": sp.scopes}
-			return errorResult(te)
+			return errorResult(te), nil
 		}
 	}
 	raw := req.Params.Arguments
 	if err := strictjson.Check(raw, strict, strictjson.Options{MaxBytes: int(s.opts.MaxBodyBytes)}); err != nil {
-		return errorResult(invalidInput("%v", err))
+		return errorResult(invalidInput("%v", err)), nil
 	}
 	sessionRef, actorRef := s.identity(req, p.ClientID)
 	c := &call{principal: p, req: req, caller: executions.Caller{
@@ -259,7 +279,7 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 			reason, _ := te.Details["reason"].(string)
 			s.opts.Metrics.PathDenials.WithLabelValues(reason).Inc()
 		}
-		return errorResult(te)
+		return errorResult(te), c
 	}
 	res := &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: out.summary()}},
@@ -268,7 +288,7 @@ func (s *Server) invoke(ctx context.Context, sp spec, req *mcp.CallToolRequest, 
 	if m, ok := out.(interface{ resultMeta() mcp.Meta }); ok {
 		res.Meta = m.resultMeta()
 	}
-	return res
+	return res, c
 }
 
 // logFailure logs what a client is not shown: the cause of an internal

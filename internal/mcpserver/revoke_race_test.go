@@ -70,17 +70,18 @@ func revokeRace(t *testing.T, how string) {
 	}
 	var wg sync.WaitGroup
 	var patchRes, execRes map[string]any
+	var patchErr, execErr error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		patchRes, _ = call("apply_patch", map[string]any{"operationId": "late-patch",
+		patchRes, patchErr = call("apply_patch", map[string]any{"operationId": "late-patch",
 			"patch":   "*** Begin Patch\n*** Add File: after-revoke.txt\n+written after the grant was revoked\n*** End Patch\n",
 			"ifMatch": map[string]any{"after-revoke.txt": nil}})
 	}()
 	time.Sleep(700 * time.Millisecond)
 	go func() {
 		defer wg.Done()
-		execRes, _ = call("exec_command", map[string]any{"operationId": "late-exec", "shell": true,
+		execRes, execErr = call("exec_command", map[string]any{"operationId": "late-exec", "shell": true,
 			"command": "exec -a " + late + " sleep 1000", "timeoutMs": 3600000})
 	}()
 	time.Sleep(700 * time.Millisecond)
@@ -105,9 +106,18 @@ func revokeRace(t *testing.T, how string) {
 	if alive(late) {
 		t.Errorf("a command of the revoked grant started after the revoke and still runs (%v)", execRes)
 	}
-	for name, sc := range map[string]map[string]any{"apply_patch": patchRes, "exec_command": execRes} {
-		if code := errCode(sc); code != "project_execution_required" {
-			t.Errorf("%s in flight during the revoke answered %q, want project_execution_required: %v", name, code, sc)
+	// The call answers that its execution is gone, or — when the revoke
+	// ended the grant's MCP sessions before the answer went out (seen
+	// under load with revoke-all) — gets no answer at all; what counts is
+	// that it had no effect, checked above.
+	for name, r := range map[string]struct {
+		sc  map[string]any
+		err error
+	}{"apply_patch": {patchRes, patchErr}, "exec_command": {execRes, execErr}} {
+		if code := errCode(r.sc); code != "project_execution_required" && r.err == nil {
+			t.Errorf("%s in flight during the revoke answered %q, want project_execution_required: %v", name, code, r.sc)
+		} else if r.err != nil {
+			t.Logf("%s in flight during the revoke: %v", name, r.err)
 		}
 	}
 }

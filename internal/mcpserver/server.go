@@ -61,6 +61,10 @@ type Options struct {
 	// Edits runs apply_patch and undo_patch; undo_patch is registered when
 	// it keeps snapshots (Edits.UndoEnabled).
 	Edits Edits
+	// Calls, optional, observes every tool call: tool, grant, client name,
+	// the Project it worked on, duration and error code. Nil observes
+	// nothing.
+	Calls Calls
 }
 
 // Server is the MCP endpoint. It is safe for concurrent use.

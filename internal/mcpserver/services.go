@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/activity"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/edits"
 	"github.com/devspace-dev/devspace/internal/executions"
@@ -86,7 +87,15 @@ type Commands interface {
 	Read(ctx context.Context, h executions.Handle, req commands.ReadRequest) (*commands.Output, error)
 }
 
+// Calls observes tool calls (activity.Recorder): Record is called once
+// per call, when it ends, on the call's goroutine, so it must be cheap and
+// never block.
+type Calls interface {
+	Record(c activity.Call)
+}
+
 var (
+	_ Calls    = (*activity.Recorder)(nil)
 	_ Bindings = (*executions.Service)(nil)
 	_ Tasks    = (*tasks.Service)(nil)
 	_ Reads    = (*reads.Service)(nil)

@@ -12,5 +12,10 @@ func (s *Server) execution(ctx context.Context, c *call) (executions.Handle, err
 	if err := c.requireSession(); err != nil {
 		return nil, err
 	}
-	return s.opts.Bindings.Resolve(ctx, c.caller)
+	h, err := s.opts.Bindings.Resolve(ctx, c.caller)
+	if err != nil {
+		return nil, err
+	}
+	c.project = h.Project().Ref
+	return h, nil
 }

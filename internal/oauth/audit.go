@@ -34,3 +34,20 @@ func (s *Server) audit(ctx context.Context, kind, grantID, clientID string, deta
 	}
 	s.log.InfoContext(ctx, "audit", "event", kind, "grant_ref", e.GrantRef, "client_ref", e.ClientRef)
 }
+
+// AuditOwner records an action the Owner took on a grant's behalf (the
+// console stopping a command, say) in the audit log and the log, as kind
+// with detail {"by": "owner"} plus detail: the grant and its client are
+// referenced as every audit event references them. detail must not
+// contain secrets or untrusted text. Failures to record are logged.
+func (s *Server) AuditOwner(ctx context.Context, kind, grantID string, detail map[string]any) {
+	clientID := ""
+	if g, err := s.opts.Store.Grant(ctx, grantID); err == nil {
+		clientID = g.ClientID
+	}
+	d := map[string]any{"by": "owner"}
+	for k, v := range detail {
+		d[k] = v
+	}
+	s.audit(ctx, kind, grantID, clientID, d)
+}

@@ -23,6 +23,7 @@ var (
 type Principal struct {
 	GrantID     string
 	ClientID    string
+	ClientName  string   // the client's registered name: untrusted text, for display only
 	Scopes      []string // the token's scopes (never wider than the grant's)
 	ProjectIDs  []string // projectRefs the grant was approved for
 	Epoch       int64    // the grant's authorization epoch
@@ -92,7 +93,7 @@ func (s *Server) verifyStored(ctx context.Context, hash string) (*Principal, tim
 	if err := s.grantUsable(g, ag.GlobalEpoch); err != nil {
 		return nil, time.Time{}, err
 	}
-	p := &Principal{GrantID: g.ID, ClientID: g.ClientID, ProjectIDs: g.ProjectIDs, Epoch: g.Epoch, GlobalEpoch: g.GlobalEpoch}
+	p := &Principal{GrantID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, ProjectIDs: g.ProjectIDs, Epoch: g.Epoch, GlobalEpoch: g.GlobalEpoch}
 	if row.AccessExpiresAt != nil {
 		p.ExpiresAt = *row.AccessExpiresAt
 	}

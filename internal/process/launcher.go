@@ -11,7 +11,9 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -627,16 +629,34 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 // server's: before its setsid it shares the server's autogroup). The
 // launcher tries first (commandPriority); the supervisor is outside the
 // command's user namespace, so where the server has CAP_SYS_ADMIN (root
-// on a bare host) the kernel's rate limit does not refuse it. Best
-// effort, like the launcher's.
+// on a bare host) the kernel's rate limit does not refuse it. Elsewhere
+// the supervisor tries again while the command runs (groupNiceSet).
 func (l *launcherProc) groupPriority() {
-	if l.nice <= 0 {
-		return
+	if l.nice > 0 {
+		setGroupNice(l.pid, l.nice)
 	}
-	if sid, err := unix.Getsid(l.pid); err != nil || sid != l.pid {
-		return
+}
+
+// groupNiceRetry is how often a supervisor tries again to set its
+// command's autogroup nice: the kernel allows one change a tenth of a
+// second machine-wide without CAP_SYS_ADMIN.
+const groupNiceRetry = 110 * time.Millisecond
+
+// setGroupNice sets the nice of the autogroup of pid's session, pid being
+// the session's leader. It reports whether there is nothing more to do:
+// the nice holds, or cannot be set (no autogroups in this kernel, pid
+// gone or not its session's leader); false means try again (EAGAIN, the
+// kernel's rate limit).
+func setGroupNice(pid, nice int) bool {
+	if sid, err := unix.Getsid(pid); err != nil || sid != pid {
+		return true
 	}
-	_ = os.WriteFile("/proc/"+strconv.Itoa(l.pid)+"/autogroup", []byte(strconv.Itoa(l.nice)), 0)
+	path := "/proc/" + strconv.Itoa(pid) + "/autogroup"
+	if b, err := os.ReadFile(path); err != nil || strings.HasSuffix(strings.TrimSpace(string(b)), " nice "+strconv.Itoa(nice)) {
+		return true
+	}
+	err := os.WriteFile(path, []byte(strconv.Itoa(nice)), 0)
+	return !errors.Is(err, syscall.EAGAIN)
 }
 
 // launchError is a launcher's failure; it unwraps to its errno.

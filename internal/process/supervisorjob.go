@@ -62,6 +62,16 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		usageC = usage.C
 	}
 
+	// The command's session's autogroup gets its nice (launch tried it
+	// once); where the kernel rate-limits the change it is tried again
+	// until it holds (commandLimits.Nice).
+	var groupNice <-chan time.Time
+	if !s.groupNiceSet() {
+		t := time.NewTicker(groupNiceRetry)
+		defer t.Stop()
+		groupNice = t.C
+	}
+
 	reqs := make(chan request, 4)
 	eof := make(chan struct{})      // the server closed the socket
 	stopping := make(chan struct{}) // the tree is gone: drop requests
@@ -116,6 +126,10 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 				s.send(event{Event: evEscalated, Killed: n})
 				s.killTree(escalateGrace)
 			}
+		case <-groupNice:
+			if s.groupNiceSet() {
+				groupNice = nil
+			}
 		case <-s.chld:
 		case <-s.term:
 			s.terminated = true
@@ -168,6 +182,12 @@ func (s *supervisor) job(stdin, output int, mayReuse bool) bool {
 		s.launcher, _ = startLauncher(s.spec.NextCgroup, s.launcherOpts)
 	}
 	return reuse
+}
+
+// groupNiceSet tries to set the command's autogroup nice and reports
+// whether there is nothing more to do (setGroupNice).
+func (s *supervisor) groupNiceSet() bool {
+	return s.limits.Nice <= 0 || s.mainPID <= 0 || setGroupNice(s.mainPID, s.limits.Nice)
 }
 
 // spawn hands the command to the pre-started launcher (or a new one), in

@@ -42,7 +42,7 @@ var patterns = sync.OnceValue(func() []pattern {
 		{kind: "openai_api_key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,}`)},
 		{kind: "anthropic_api_key", re: regexp.MustCompile(`\bsk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{80,}`)},
 		{kind: "stripe_secret_key", re: regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{20,}`)},
-		{kind: "google_api_key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}(?:[^0-9A-Za-z_-]|$)`)},
+		{kind: "google_api_key", re: regexp.MustCompile(`\b(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)`)},
 		{kind: "npm_token", re: regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}\b`)},
 		{kind: "authorization_bearer", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)`), check: randomLooking},
 		{kind: "authorization_basic", re: regexp.MustCompile(`(?i)\bauthorization\s*:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})`), check: basicCredential},
@@ -100,4 +100,57 @@ func basicCredential(v string) bool {
 	}
 	user, pass, ok := strings.Cut(string(b), ":")
 	return ok && user != "" && pass != ""
+}
+
+// Redacted replaces each credential Redact finds.
+const Redacted = "[REDACTED]"
+
+// privateKeyEnd ends a PEM private-key block; compiled on first use, as
+// patterns are.
+var privateKeyEnd = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`)
+})
+
+// Redact returns s with every literal credential Detect recognizes
+// replaced by Redacted: the value alone where a keyword or header names it
+// (the name stays, so a reader sees what was there), the whole token for
+// formats recognized by prefix, and a private key from its BEGIN line to
+// its END line (to the end of s without one). Text Detect finds nothing
+// in is returned unchanged. Safe for concurrent use.
+func Redact(s string) string {
+	for _, p := range patterns() {
+		ms := p.re.FindAllStringSubmatchIndex(s, -1)
+		if ms == nil {
+			continue
+		}
+		var b strings.Builder
+		last := 0
+		for _, m := range ms {
+			lo, hi := m[0], m[1]
+			if len(m) >= 4 && m[2] >= 0 {
+				if p.check != nil && !p.check(s[m[2]:m[3]]) {
+					continue
+				}
+				lo, hi = m[2], m[3]
+			}
+			if p.kind == "private_key" {
+				hi = len(s)
+				if end := privateKeyEnd().FindStringIndex(s[lo:]); end != nil {
+					hi = lo + end[1]
+				}
+			}
+			if lo < last {
+				continue // inside a block already redacted
+			}
+			b.WriteString(s[last:lo])
+			b.WriteString(Redacted)
+			last = hi
+		}
+		if last == 0 {
+			continue
+		}
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return s
 }

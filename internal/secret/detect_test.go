@@ -58,6 +58,45 @@ func TestDetect(t *testing.T) {
 			if kind != tc.kind || found != (tc.kind != "") {
 				t.Errorf("Detect = %q, %v; want %q", kind, found, tc.kind)
 			}
+			// Redact removes exactly what Detect finds: nothing is found in
+			// its result, and text without a credential is unchanged.
+			red := Redact(tc.in)
+			if k, found := Detect(red); found {
+				t.Errorf("Redact left a %s: %q", k, red)
+			}
+			if (red != tc.in) != found {
+				t.Errorf("Redact(%q) = %q; changed: %v, want %v", tc.in, red, red != tc.in, found)
+			}
+			if found && !strings.Contains(red, Redacted) {
+				t.Errorf("Redact(%q) = %q, without the marker", tc.in, red)
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	const pemBody = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
+	for _, tc := range []struct{ name, in, want string }{
+		{"keyword kept", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY && ls",
+			"aws_secret_access_key = [REDACTED] && ls"},
+		{"header name kept", `curl -H "Authorization: Bearer 9f8e7d6c5b4a3928171605f4e3d2c1b0" https://api`,
+			`curl -H "Authorization: Bearer [REDACTED]" https://api`},
+		{"joined arguments", "curl -H Authorization: Bearer 9f8e7d6c5b4a3928171605f4e3d2c1b0 https://api",
+			"curl -H Authorization: Bearer [REDACTED] https://api"},
+		{"url password only", "git clone https://deploy:Xk92mQpL7vRt3zWn@git.example.com/repo.git",
+			"git clone https://deploy:[REDACTED]@git.example.com/repo.git"},
+		{"prefix token whole", "push ghp_abcdefghijklmnopqrstuvwxyz0123456789 now", "push [REDACTED] now"},
+		{"google keeps its delimiter", "key=AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe&x=1", "key=[REDACTED]&x=1"},
+		{"every occurrence", strings.Repeat("AKIAIOSFODNN7EXAMPLE ", 12), strings.Repeat("[REDACTED] ", 12)},
+		{"private key to its end line", "cat <<EOF\n-----BEGIN RSA PRIVATE KEY-----\n" + pemBody + "-----END RSA PRIVATE KEY-----\nEOF",
+			"cat <<EOF\n[REDACTED]\nEOF"},
+		{"private key without end", "echo '-----BEGIN PRIVATE KEY-----\n" + pemBody, "echo '[REDACTED]"},
+		{"placeholder untouched", `curl -H "Authorization: Bearer $TOKEN"`, `curl -H "Authorization: Bearer $TOKEN"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Redact(tc.in); got != tc.want {
+				t.Errorf("Redact(%q)\n= %q\nwant %q", tc.in, got, tc.want)
+			}
 		})
 	}
 }

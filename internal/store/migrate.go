@@ -246,6 +246,16 @@ var migrations = []migration{
 		`CREATE TABLE ready_probe (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`,
 		`DELETE FROM settings WHERE key = 'ready_probe'`,
 	}},
+	{12, "patch journal kinds", []string{
+		// The Owner's console lists the latest patches and undos of every
+		// execution (RecentJournal). The kind says which an entry is;
+		// older entries have none. The index lists them newest first by
+		// kind without reading a row, and holds what an undo's listing
+		// needs beyond the file list: columns after the diff cost a walk
+		// of its overflow pages (migration 10).
+		`ALTER TABLE patch_journal ADD COLUMN kind TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX patch_journal_kind ON patch_journal(kind, id, execution_id, created_at, bytes)`,
+	}},
 }
 
 func (s *Store) migrate(ctx context.Context) error {

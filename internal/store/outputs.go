@@ -76,6 +76,16 @@ func (s *Store) ProcessOutputByRef(ctx context.Context, ref string, byOutput boo
 	return &o, nil
 }
 
+// ProcessOutputOwner returns the record of processRef whatever its grant
+// and execution (the Owner's view). Errors: ErrNotFound.
+func (s *Store) ProcessOutputOwner(ctx context.Context, processRef string) (*ProcessOutput, error) {
+	var o ProcessOutput
+	if err := s.db.WithContext(ctx).Where("process_ref = ?", processRef).Take(&o).Error; err != nil {
+		return nil, notFound(err)
+	}
+	return &o, nil
+}
+
 // OutputUse is what the retention's sweeps weigh of a record.
 type OutputUse struct {
 	OutputRef     string
