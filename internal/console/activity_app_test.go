@@ -86,7 +86,7 @@ func TestRealActivityInChromium(t *testing.T) {
 	g.startMarked(first, "i=0; while :; do i=$((i+1)); echo tick-$i '<b>bold</b>'; sleep 0.2; done")
 
 	b := browsertest.New(t)
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`)),
+	if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(390, 900), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`)),
 		chromedp.Navigate(env.ConsoleURL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`#commands`))); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,16 @@ func TestRealActivityInChromium(t *testing.T) {
 	// The patch's diff, as text.
 	waitFor(t, b, `[...document.querySelectorAll('pre.diff')].some(e => e.textContent.includes('+hello <script>alert(3)</script>'))`, time.Second)
 	waitFor(t, b, `document.querySelectorAll('main img, main script, main b').length === 0`, time.Second)
+
+	// On a phone's width, nothing scrolls sideways (the README shows it).
+	if over, err := chromedp.Run(b.Ctx(), chromedp.Evaluate[int](overflow)); err != nil || over > 0 {
+		t.Errorf("the Activity page at 390 px is %d px too wide (%v)", over, err)
+	}
+	if out := os.Getenv("DEVSPACE_SCREENSHOT_DIR"); out != "" {
+		if err := b.Screenshot(filepath.Join(out, "console-activity-390.png")); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Interrupt by keyboard: the command's tree is gone.
 	tabTo(t, b, `li.command button.danger`)

@@ -146,16 +146,15 @@ func errorsIsNotFound(err error) bool { return errors.Is(err, oauth.ErrGrantNotF
 // notRecorded is the emergency path's "holds now, written later" outcome.
 func notRecorded(err error) bool { return errors.Is(err, oauth.ErrNotRecorded) }
 
-// ago renders a time as a short age ("12 s", "4 min", "3 h", "2 d").
+// ago renders a time as a short age ("12 s", "4 min", "3 h", "2 d"); "—"
+// for the zero time.
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	d := now.Sub(t)
+	d := max(now.Sub(t), 0)
 	switch {
-	case d < 0:
-		return "now"
-	case d < time.Minute:
+	case d < time.Minute: // a clock a little behind the event's reads 0 s
 		return itoa(int(d/time.Second)) + " s"
 	case d < time.Hour:
 		return itoa(int(d/time.Minute)) + " min"
