@@ -71,6 +71,11 @@ func (a *App) AuditEvents(ctx context.Context, n int) ([]store.AuditEvent, error
 	return a.store.RecentAudit(ctx, n)
 }
 
+// RecentClients returns the n latest registered clients, newest first.
+func (a *App) RecentClients(ctx context.Context, n int) ([]*store.Client, error) {
+	return a.store.RecentClients(ctx, n)
+}
+
 // Connection says where ChatGPT reaches this server.
 func (a *App) Connection() console.Connection {
 	c := console.Connection{MCPURL: a.cfg.Resource(), PublicURL: a.cfg.Issuer()}

@@ -400,9 +400,9 @@ func navigateTo(t *testing.T, b *browsertest.Browser, u string) string {
 }
 
 // TestConnectShowsAttempts: the Connect page shows the MCP URL and what
-// the last connection attempts did, from the audit log: a registration, a
-// wrong password, a denial and an approval, with the client's name as
-// text.
+// the last connection attempts did: the registration (from the client
+// table), a wrong password, a denial and an approval (from the audit log),
+// with the client's name as text.
 func TestConnectShowsAttempts(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
 	c := env.Register("Evil <b>Corp</b>", "http://127.0.0.1:9/callback", "client_secret_basic")
@@ -420,7 +420,7 @@ func TestConnectShowsAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := readAll(t, resp)
-	for _, want := range []string{env.URL + "/mcp", "registered", "wrong Owner password", "denied on the consent page", "approved: grant created",
+	for _, want := range []string{env.URL + "/mcp", "Recent registrations", "127.0.0.1:9", "approved at least once", "wrong Owner password", "denied on the consent page", "approved: grant created",
 		"Evil &lt;b&gt;Corp&lt;/b&gt;", "a configured (named) address"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("Connect page lacks %q", want)

@@ -54,6 +54,8 @@ type Admin interface {
 	SessionsByGrant() map[string]int
 	// AuditEvents returns the n latest audit events, newest first.
 	AuditEvents(ctx context.Context, n int) ([]store.AuditEvent, error)
+	// RecentClients returns the n latest registered clients, newest first.
+	RecentClients(ctx context.Context, n int) ([]*store.Client, error)
 	// Connection says where ChatGPT reaches this server.
 	Connection() Connection
 	// Health reports readiness, the sandbox, limits, disk and build.

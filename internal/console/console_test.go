@@ -227,7 +227,8 @@ func TestAttackUntrustedTextInert(t *testing.T) {
 	const evil = `<script>alert(1)</script><img src=x onerror=alert(2)>`
 	h.admin.grants = []oauth.GrantSummary{{ID: "grt_x\"><b>", ClientName: "ChatGPT " + evil, Scopes: []string{"project:read"},
 		Projects: []oauth.GrantProject{{Ref: "prj_a", Label: "alpha" + evil}}, RedirectHost: "x" + evil}}
-	h.admin.events = []store.AuditEvent{{Kind: "client_registered", Detail: `{"client_name":"` + strings.ReplaceAll(evil, `"`, `\"`) + `"}`}}
+	h.admin.events = []store.AuditEvent{{Kind: "consent_denied", Detail: `{"client_name":"` + strings.ReplaceAll(evil, `"`, `\"`) + `"}`}}
+	h.admin.clients = []*store.Client{{Name: evil, RedirectURIs: []string{"https://x" + evil + "/cb"}}}
 	h.admin.projects = []console.ProjectDetail{{ProjectInfo: control.ProjectInfo{Label: "p" + evil, Path: "/srv/" + evil}, Tasks: []console.Task{{Title: evil}}}}
 	h.activity.commands = []console.Command{{ID: "cmd_1", Client: evil, Project: evil, CommandLine: "echo " + evil, Running: true}}
 	h.activity.tails["cmd_1"] = console.Output{Tail: "out " + evil, Total: 10}

@@ -30,6 +30,7 @@ type fakeAdmin struct {
 	password string
 	wait     time.Duration
 	events   []store.AuditEvent
+	clients  []*store.Client
 	projects []console.ProjectDetail
 }
 
@@ -326,3 +327,5 @@ func newJar(t *testing.T) *cookiejar.Jar {
 	}
 	return j
 }
+
+func (f *fakeAdmin) RecentClients(context.Context, int) ([]*store.Client, error) { return f.clients, nil }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +17,6 @@ import (
 // Connect page; false for the kinds it does not show.
 func eventWords(kind string) (string, bool) {
 	switch kind {
-	case "client_registered":
-		return "registered", true
 	case "owner_password_failed":
 		return "wrong Owner password", true
 	case "consent_denied":
@@ -34,8 +34,17 @@ func eventWords(kind string) (string, bool) {
 }
 
 type connectData struct {
-	Conn   Connection
-	Events []eventRow
+	Conn    Connection
+	Clients []clientRow
+	Events  []eventRow
+}
+
+// clientRow is one registered client: registrations are not audited (any
+// client may register, and the audit log is kept), they are read from the
+// bounded client table.
+type clientRow struct {
+	Age, Name, RedirectHosts string
+	Used                     bool
 }
 
 type eventRow struct {
@@ -44,11 +53,24 @@ type eventRow struct {
 
 func (c *Console) connectPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	d := connectData{Conn: c.opts.Admin.Connection()}
+	now := c.now()
+	clients, err := c.opts.Admin.RecentClients(r.Context(), 10)
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "console: read the registered clients", "err", err)
+	}
+	for _, cl := range clients {
+		var hosts []string
+		for _, u := range cl.RedirectURIs {
+			if pu, err := url.Parse(u); err == nil && !slices.Contains(hosts, pu.Host) {
+				hosts = append(hosts, pu.Host)
+			}
+		}
+		d.Clients = append(d.Clients, clientRow{Age: ago(now, cl.CreatedAt), Name: cl.Name, RedirectHosts: strings.Join(hosts, ", "), Used: cl.UsedAt != nil})
+	}
 	events, err := c.opts.Admin.AuditEvents(r.Context(), 200)
 	if err != nil {
 		c.log.ErrorContext(r.Context(), "console: read the audit log", "err", err)
 	}
-	now := c.now()
 	for _, e := range events {
 		what, ok := eventWords(e.Kind)
 		if !ok {

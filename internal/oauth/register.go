@@ -88,7 +88,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) (*registration
 		s.log.ErrorContext(r.Context(), "register client", "err", err)
 		return nil, oauthErr(oauth2errors.ErrServerError, "registration failed")
 	}
-	s.audit(r.Context(), "client_registered", "", c.ID, map[string]any{"auth_method": c.AuthMethod, "client_name": c.Name})
+	s.log.InfoContext(r.Context(), "oauth client registered", "client_ref", s.ref(c.ID), "auth_method", c.AuthMethod)
 	return &registrationResponse{
 		ClientID: c.ID, ClientSecret: secret, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientName: c.Name,
 		RedirectURIs: c.RedirectURIs, TokenEndpointAuthMethod: c.AuthMethod, GrantTypes: req.GrantTypes,
