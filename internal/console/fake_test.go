@@ -328,4 +328,6 @@ func newJar(t *testing.T) *cookiejar.Jar {
 	return j
 }
 
-func (f *fakeAdmin) RecentClients(context.Context, int) ([]*store.Client, error) { return f.clients, nil }
+func (f *fakeAdmin) RecentClients(context.Context, int) ([]*store.Client, error) {
+	return f.clients, nil
+}
