@@ -49,9 +49,30 @@ RUN set -eu; \
         --shell /bin/bash devspace; \
     fi; \
     chmod 0700 /home/devspace; \
-    mkdir -p /data /scratch /projects; \
-    chown "$DEVSPACE_UID:$DEVSPACE_GID" /data /scratch; \
-    chmod 0700 /data /scratch
+    mkdir -p /data /scratch /tools /projects; \
+    chown "$DEVSPACE_UID:$DEVSPACE_GID" /data /scratch /tools; \
+    chmod 0700 /data /scratch /tools
+
+# Extra Debian packages for the commands (issue 34): the Owner's toolchains,
+# e.g. DEVSPACE_EXTRA_PACKAGES="nodejs npm golang-go cargo" in .env. A name
+# apt does not know fails the build here, with apt's message. Its own layer,
+# so that changing the list keeps the one above.
+ARG DEVSPACE_EXTRA_PACKAGES=
+RUN set -euf; \
+    extra=$(echo "$DEVSPACE_EXTRA_PACKAGES" | tr ',' ' '); \
+    for p in $extra; do \
+      case "$p" in \
+        [a-z0-9]*) ;; \
+        *) echo "DEVSPACE_EXTRA_PACKAGES: \"$p\" is not a Debian package name" >&2; exit 1 ;; \
+      esac; \
+      case "$p" in *[!a-z0-9+.:=~-]*) echo "DEVSPACE_EXTRA_PACKAGES: \"$p\" is not a Debian package name" >&2; exit 1 ;; esac; \
+    done; \
+    if [ -n "$(echo $extra)" ]; then \
+      apt-get update; \
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $extra; \
+      rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    echo "$extra" > /usr/local/lib/devspace/extra-packages.txt
 
 ARG VERSION=dev
 ARG REVISION=unknown
@@ -67,18 +88,21 @@ LABEL org.opencontainers.image.title="DevSpace" \
 # The image listens on all interfaces for the public (7676) and metrics
 # (7678) listeners; the control listener stays on the container's loopback
 # (127.0.0.1:7677), reachable only through `docker exec`.
-# The commands' scratch directories (their HOME and TMPDIR) live on a volume
-# of their own, off the state's: a command filling its scratch cannot fill
-# the disk SQLite writes to without meeting the disk guard first.
+# The commands' scratch directories (their TMPDIR) live on a volume of their
+# own, off the state's: a command filling its scratch cannot fill the disk
+# SQLite writes to without meeting the disk guard first. Each Project's tool
+# home (its commands' HOME, installed tools and caches) lives on another,
+# kept across restarts and upgrades.
 ENV DEVSPACE_STATE_DIR=/data \
     DEVSPACE_SCRATCH_DIR=/scratch \
+    DEVSPACE_TOOLS_DIR=/tools \
     DEVSPACE_LISTEN=0.0.0.0:7676 \
     DEVSPACE_METRICS_LISTEN=0.0.0.0:7678 \
     DEVSPACE_ADMIN_LISTEN=0.0.0.0:7679 \
     DEVSPACE_LOG_FORMAT=json \
     HOME=/home/devspace \
     LANG=C.UTF-8
-VOLUME ["/data", "/scratch"]
+VOLUME ["/data", "/scratch", "/tools"]
 EXPOSE 7676 7678 7679
 WORKDIR /projects
 USER ${DEVSPACE_UID}:${DEVSPACE_GID}

@@ -153,12 +153,16 @@ LOCAL_IMAGE ?= devspace:local
 ENV_FILE    ?= .env
 ENV_UID     := $(shell sed -n 's/^DEVSPACE_UID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
 ENV_GID     := $(shell sed -n 's/^DEVSPACE_GID=//p' $(ENV_FILE) 2>/dev/null | tail -n1)
-image-local: ## build devspace:local for compose with no registry (needs root: debootstrap makes the Debian base once; DEVSPACE_UID/GID from .env)
+# Extra Debian packages for the commands (the Dockerfile's build argument),
+# from the make command line or the environment, else from .env.
+DEVSPACE_EXTRA_PACKAGES ?= $(shell sed -n 's/^DEVSPACE_EXTRA_PACKAGES=//p' $(ENV_FILE) 2>/dev/null | tail -n1 | tr -d "\"'")
+image-local: ## build devspace:local for compose with no registry (needs root: debootstrap makes the Debian base once; DEVSPACE_UID/GID and DEVSPACE_EXTRA_PACKAGES from .env)
 	@deploy/e2e/ensure-docker "make image-local"
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devspace ./cmd/devspace-exec
 	@base=$$(deploy/image/base-image) && echo "base image: $$base" && \
 		$(QUIET_BUILD) docker build -q --target runtime-prebuilt --build-arg RUNTIME_IMAGE=$$base --build-arg VERSION=$(VERSION) \
 			$(if $(ENV_UID),--build-arg DEVSPACE_UID=$(ENV_UID)) $(if $(ENV_GID),--build-arg DEVSPACE_GID=$(ENV_GID)) \
+			--build-arg DEVSPACE_EXTRA_PACKAGES="$(DEVSPACE_EXTRA_PACKAGES)" \
 			-t $(LOCAL_IMAGE) .
 	@echo "built $(LOCAL_IMAGE): docker compose run --rm devspace init, then docker compose up -d devspace"
 
@@ -170,9 +174,10 @@ compose-plugin: ## install Docker Compose v2 as the `docker compose` plugin, bui
 	cd e2e && $(GO) build -o $(COMPOSE_PLUGIN) github.com/docker/compose/v5/cmd
 	@docker compose version
 
-image: ## build the container image (multi-stage; BUILDER_IMAGE and RUNTIME_IMAGE pick other bases)
+image: ## build the container image (multi-stage; BUILDER_IMAGE and RUNTIME_IMAGE pick other bases; DEVSPACE_EXTRA_PACKAGES adds Debian packages)
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		$(if $(BUILDER_IMAGE),--build-arg BUILDER_IMAGE=$(BUILDER_IMAGE)) $(if $(RUNTIME_IMAGE),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE)) \
+		--build-arg DEVSPACE_EXTRA_PACKAGES="$(DEVSPACE_EXTRA_PACKAGES)" \
 		-t $(IMAGE) .
 
 helm-lint: ## Helm's linter (as `helm lint --strict`) and renderer on the chart with each ci/ values file, every manifest decoded into the Kubernetes API types (offline)

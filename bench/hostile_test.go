@@ -32,7 +32,7 @@ const hostileProjects = commands.MaxPerGrant / commands.MaxPerGrantPerProject
 // sleep 5 s: the per-command limit (hostilePidsMax) stops it, and its own
 // bound keeps the machine the benchmark shares safe if the limit did not.
 const (
-	hostileFill  = `head -c 2G /dev/zero > "$HOME/fill"`
+	hostileFill  = `head -c 2G /dev/zero > "$TMPDIR/fill"`
 	hostileFlood = "yes | head -c 200M"
 	hostileFork  = "for i in $(seq 1000); do sleep 5 & done; wait"
 	hostileHold  = "sleep 600"

@@ -33,7 +33,7 @@ var (
 	flagSeed      = flag.Int64("seed", 0, "TestCrash: random seed (0: time-based; the seed is logged)")
 	flagQuick     = flag.Bool("quick", false, "TestSuite: fewer iterations (a smoke run)")
 	flagTreeFiles = flag.Int("treefiles", 100_000, "TestSuite: files in the generated grep tree")
-	flagOnly      = flag.String("only", "", "TestSuite: run only the workloads whose name contains one of these comma-separated words (mcp, grep, exec, patch, sqlite, startup, rss)")
+	flagOnly      = flag.String("only", "", "TestSuite: run only the workloads whose name contains one of these comma-separated words (mcp, grep, exec, gobuild, patch, sqlite, startup, rss)")
 )
 
 // bareAddrEnv makes the test binary serve the bare go-sdk baseline instead

@@ -333,6 +333,10 @@ func TestSuite(t *testing.T) {
 		rep.add(t, sandboxRow(t, srv, rounds))
 	}
 
+	if want("gobuild") {
+		rep.add(t, goBuildRow(t, srv, tok.AccessToken, refs["alpha"]))
+	}
+
 	if want("patch") {
 		// patch: 1,000 hunks / 200 files via /mcp next to git apply, and
 		// next to its floor: a bare go-sdk tool (same client and
@@ -923,4 +927,52 @@ func mixedLoad(t *testing.T, srv *server, token, ref string, conc int, d time.Du
 	}
 	wg.Wait()
 	return stopRSS(), calls.Load()
+}
+
+// goBuildRow (issue 34): a small Go module's `go build` as a command, the
+// first execution on the Project (a cold build cache: the standard library
+// compiled too) against later ones, each a new execution (a new scratch
+// directory), whose build finds the Project's tool home's GOCACHE warm.
+// Host mode: the host's Go toolchain, on PATH.
+func goBuildRow(t *testing.T, srv *server, token, ref string) row {
+	const name = "go build of a small module as a command: a later execution (warm tool home cache) vs the first (cold)"
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return row{Workload: name + " (skipped: no go on PATH)", Unit: "ms"}
+	}
+	dir := filepath.Join(srv.Roots["alpha"], "gobuild")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, body := range map[string]string{
+		"go.mod":  "module example.com/gobuild\n\ngo 1.22\n",
+		"main.go": "package main\n\nimport (\n\t\"encoding/json\"\n\t\"fmt\"\n\t\"net/url\"\n)\n\nfunc main() {\n\tu, _ := url.Parse(\"https://example.com/a?b=c\")\n\tb, _ := json.Marshal(u.Query())\n\tfmt.Println(string(b))\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := func(i int) time.Duration {
+		s := openSession(t, srv, token, fmt.Sprintf("bench-gobuild-%d", i), ref)
+		defer s.Close()
+		start := time.Now()
+		sc := s.must(t, "exec_command", map[string]any{"operationId": "build", "shell": true, "workingDirectory": "gobuild",
+			"command": goBin + ` build -o "$TMPDIR/m" . && "$TMPDIR/m"`, "environment": map[string]any{"CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}})
+		for sc["status"] == "running" {
+			sc = s.must(t, "read_process_output", map[string]any{"processRef": sc["processRef"], "waitMs": 200})
+		}
+		elapsed := time.Since(start)
+		if sc["status"] != "exited" || sc["exitCode"] != float64(0) {
+			t.Fatalf("go build as a command: %v", sc)
+		}
+		return elapsed
+	}
+	cold := build(0)
+	var warm durations
+	for i := 1; i <= 3; i++ {
+		warm = append(warm, build(i))
+	}
+	r := row{Workload: name, Unit: "ms", Ours: ms(warm.p50()), Baseline: ms(cold), BaseName: "first execution (cold cache)", Goal: 0.5, Samples: len(warm) + 1}
+	r.Note = "one cold build per run; the later ones' median"
+	return r
 }

@@ -96,7 +96,10 @@ func hardened(binds ...string) testcontainers.CustomizeRequestOption {
 // startInstance initializes state with a one-off `devspace init` container,
 // then starts `devspace serve` on a network of its own with the alias
 // "devspace".
-func startInstance(t *testing.T) *instance {
+func startInstance(t *testing.T) *instance { t.Helper(); return startInstanceOf(t, image) }
+
+// startInstanceOf is startInstance with the image img.
+func startInstanceOf(t *testing.T, img string) *instance {
 	t.Helper()
 	ctx := context.Background()
 	dirs := hostDirs(t, "alpha", "beta", "data", "secrets")
@@ -118,7 +121,7 @@ func startInstance(t *testing.T) *instance {
 	}
 
 	// `devspace init` (as `docker compose run --rm devspace init` does).
-	init, err := testcontainers.Run(ctx, image, testcontainers.WithCmd("init"), testcontainers.WithEnv(env),
+	init, err := testcontainers.Run(ctx, img, testcontainers.WithCmd("init"), testcontainers.WithEnv(env),
 		hardened(binds...), testcontainers.WithWaitStrategy(wait.ForExit().WithExitTimeout(60*time.Second)))
 	if init != nil {
 		defer init.Terminate(ctx)
@@ -135,7 +138,7 @@ func startInstance(t *testing.T) *instance {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nw.Remove(context.Background()) })
-	ctr, err := testcontainers.Run(ctx, image,
+	ctr, err := testcontainers.Run(ctx, img,
 		testcontainers.WithEnv(env), hardened(binds...),
 		testcontainers.WithExposedPorts("7676/tcp", "7678/tcp"),
 		network.WithNetwork([]string{"devspace"}, nw),

@@ -65,3 +65,57 @@ func TestImageAnyUIDGID(t *testing.T) {
 		}
 	})
 }
+
+// TestImageExtraPackages (issue 34): an image built with
+// DEVSPACE_EXTRA_PACKAGES="nodejs npm" (as compose.yaml passes it from
+// .env) runs `node --version` from a command; the image without it
+// answers command not found; a name apt does not know fails the build
+// with apt's message.
+func TestImageExtraPackages(t *testing.T) {
+	base := os.Getenv("DEVSPACE_E2E_BASE")
+	if base == "" {
+		t.Fatal("DEVSPACE_E2E_BASE is not set; run the e2e tests with `make e2e`")
+	}
+	build := func(t *testing.T, tag, packages string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "docker", "build", "-q", "--target", "runtime-prebuilt",
+			"--build-arg", "RUNTIME_IMAGE="+base, "--build-arg", "DEVSPACE_EXTRA_PACKAGES="+packages, "-t", tag, repoRoot).CombinedOutput()
+		return string(out), err
+	}
+	t.Run("a name apt does not know", func(t *testing.T) {
+		out, err := build(t, "devspace:e2e-extra-bad", "nodejs devspace-no-such-package")
+		if err == nil {
+			exec.Command("docker", "image", "rm", "-f", "devspace:e2e-extra-bad").Run()
+			t.Fatalf("the build passed:\n%s", out)
+		}
+		if !strings.Contains(out, "Unable to locate package devspace-no-such-package") {
+			t.Errorf("the build failed without apt's message:\n%s", tail(out, 20))
+		}
+	})
+	const tag = "devspace:e2e-extra"
+	if out, err := build(t, tag, "nodejs npm"); err != nil {
+		t.Fatalf("docker build with nodejs npm: %v\n%s", err, tail(out, 30))
+	}
+	defer exec.Command("docker", "image", "rm", "-f", tag).Run()
+	for _, tc := range []struct {
+		name, image string
+		wantExit    float64
+		want        string
+	}{
+		{"with nodejs", tag, 0, "v"},
+		{"the base image (control)", image, 127, "command not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := startInstanceOf(t, tc.image)
+			c := in.pub.register(t, "Extra packages")
+			tok := in.pub.grant(t, c, []string{"alpha"}, allScopes)
+			cn := in.pub.connect(t, tok.AccessToken, "extra")
+			cn.open("open", "")
+			out := cn.shell("node", "node --version", nil)
+			if s, _ := out["output"].(string); out["exitCode"] != tc.wantExit || !strings.Contains(s, tc.want) {
+				t.Errorf("node --version: %v, want exit %v and %q", out, tc.wantExit, tc.want)
+			}
+		})
+	}
+}

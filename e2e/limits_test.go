@@ -150,7 +150,7 @@ func TestComposeLimits(t *testing.T) {
 
 	// A's command filling its scratch (the /scratch volume) is stopped at
 	// the grant's quota and the scratch emptied, while B works.
-	fill := a.shell("fill", `head -c 1G /dev/zero > "$HOME/fill"; echo survived`, nil)
+	fill := a.shell("fill", `head -c 1G /dev/zero > "$TMPDIR/fill"; echo survived`, nil)
 	if r := b.shell("b-during-fill", "echo ok", nil); r["output"] != "ok\n" {
 		t.Errorf("another grant's command during the scratch fill: %v", r)
 	}
@@ -188,7 +188,7 @@ func TestComposeLimits(t *testing.T) {
 	}
 	metrics := s.must("exec", "-T", "devspace", "curl", "-sS", "-m", "5", "http://devspace-metrics:7678/metrics")
 	for _, want := range []string{`devspace_process_kills_total{reason="pids_limit"} 1`, `devspace_process_kills_total{reason="out_of_memory"} 1`,
-		`devspace_command_limits_info{budget="cgroup",mechanism="supervisor",rlimit_nproc="all_commands"} 1`,
+		`devspace_command_limits_info{budget="cgroup",mechanism="supervisor",nice="10",rlimit_nproc="all_commands"} 1`,
 		`devspace_command_limit{resource="tasks",scope="command"} 384`, `devspace_process_kills_total{reason="scratch_quota"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

@@ -7,8 +7,10 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/control"
+	"github.com/devspace-dev/devspace/internal/diskguard"
 	"github.com/devspace-dev/devspace/internal/httpserver"
 	"github.com/devspace-dev/devspace/internal/oauth"
+	"github.com/devspace-dev/devspace/internal/process"
 )
 
 var _ httpserver.Admin = (*App)(nil)
@@ -55,8 +57,61 @@ func (a *App) RotatePassword(ctx context.Context, password []byte) (int, error) 
 	return n, err
 }
 
-// ListProjects is Projects for the CLI's adminAPI.
-func (a *App) ListProjects(context.Context) ([]control.ProjectInfo, error) { return a.Projects(), nil }
+// ListProjects is Projects with the size of each accessible Project's
+// tool home (`devspace projects list`; it walks them).
+func (a *App) ListProjects(context.Context) ([]control.ProjectInfo, error) {
+	out := a.Projects()
+	for i, p := range out {
+		if dir, ok := a.toolHome(p.Ref); ok {
+			n := diskguard.Size(dir)
+			out[i].ToolsBytes = &n
+		}
+	}
+	return out, nil
+}
+
+// toolHome is the tool home of the Project ref as its root is now (the
+// directory its commands get: process.ToolHome of its fingerprint); ok is
+// false when the Project is unknown or not accessible.
+func (a *App) toolHome(ref string) (string, bool) {
+	root, ok := a.catalog.Lookup(ref)
+	if !ok {
+		return "", false
+	}
+	fp, err := root.Fingerprint(a.auth.Derive(purposeRootFinger))
+	if err != nil {
+		return "", false
+	}
+	return process.ToolHome(a.cfg.ToolsDir, fp), true
+}
+
+// ClearTools empties the tool home of the Project labelled label: the
+// running server's commands that could write it are stopped first
+// (tools_cleared); without a server (OpenState) it is only emptied. It
+// returns control.ErrProjectNotFound for an unknown label, and an error
+// when the Project is not accessible (its tool home is found through its
+// root's fingerprint).
+func (a *App) ClearTools(_ context.Context, label string) (control.ClearToolsResult, error) {
+	for _, r := range a.catalog.Roots() {
+		if r.Label != label {
+			continue
+		}
+		dir, ok := a.toolHome(r.Ref)
+		if !ok {
+			return control.ClearToolsResult{}, fmt.Errorf("project %s is not accessible, so its tool home cannot be found", label)
+		}
+		res := control.ClearToolsResult{FreedBytes: diskguard.Size(dir)}
+		if a.procs != nil {
+			res.Stopped = a.procs.ClearTools(dir)
+		} else {
+			process.EmptyToolHome(dir)
+		}
+		res.FreedBytes -= diskguard.Size(dir)
+		a.log.Info("tool home cleared by the Owner", "project", label, "freed_bytes", res.FreedBytes, "stopped", res.Stopped)
+		return res, nil
+	}
+	return control.ClearToolsResult{}, control.ErrProjectNotFound
+}
 
 // Projects lists configured Projects with their accessibility.
 func (a *App) Projects() []control.ProjectInfo {

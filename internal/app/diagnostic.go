@@ -107,7 +107,7 @@ func collectDiagnostic(ctx context.Context, cfg *config.Config) diagnosticBundle
 		// No Project path: roles and sizes say what a report needs.
 		fss = append(fss, map[string]any{"role": fs.Role, "free": fs.Free, "total": fs.Total, "low": fs.Low, "refusing": fs.Refusing})
 	}
-	b.Disk = map[string]any{"reserve": cfg.DiskReserve, "scratchMax": cfg.ScratchMax, "filesystems": fss}
+	b.Disk = map[string]any{"reserve": cfg.DiskReserve, "scratchMax": cfg.ScratchMax, "toolsMax": cfg.ToolsMax, "filesystems": fss}
 
 	st, err := store.OpenReadOnly(ctx, cfg.StateDir)
 	if err != nil {
@@ -316,6 +316,9 @@ func newRedactor(cfg *config.Config, home string) *redactor {
 		r.paths = append(r.paths, pathName{p.Path, "<project " + p.Label + ">"})
 	}
 	r.paths = append(r.paths, pathName{cfg.StateDir, "<state dir>"})
+	if cfg.ToolsDir != "" {
+		r.paths = append(r.paths, pathName{cfg.ToolsDir, "<tools dir>"})
+	}
 	for _, p := range cfg.SkillPaths {
 		r.paths = append(r.paths, pathName{p, "<skill dir>"})
 	}

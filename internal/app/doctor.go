@@ -69,7 +69,7 @@ func Doctor(ctx context.Context, cfg *config.Config) []Finding {
 	}
 	// Landlock has no right for chmod: a command may have changed the
 	// modes of these (docs/decisions.md, "Contained commands").
-	for _, d := range []string{OutputDir(cfg), ScratchDir(cfg)} {
+	for _, d := range []string{OutputDir(cfg), ScratchDir(cfg), cfg.ToolsDir} {
 		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm() != 0o700 {
 			bad("%s has mode %v, not 700: commands may fail to start or be readable by others (chmod 700 %s)", d, fi.Mode().Perm(), d)
 		}

@@ -55,7 +55,7 @@ func ScratchDir(cfg *config.Config) string {
 // commandSandbox is the confinement configuration of commands.
 func commandSandbox(cfg *config.Config, opts Options) process.SandboxOptions {
 	return process.SandboxOptions{Off: cfg.CommandSandboxOff, DenyNetwork: cfg.CommandNetworkDeny,
-		ReadPaths: cfg.CommandReadPaths, ScratchDir: ScratchDir(cfg), Probe: opts.SandboxProbe}
+		ReadPaths: cfg.CommandReadPaths, ScratchDir: ScratchDir(cfg), ToolsDir: cfg.ToolsDir, Probe: opts.SandboxProbe}
 }
 
 // offeredScopes drops process:execute when commands would be refused
@@ -223,7 +223,7 @@ func (a *App) openCommands(ctx context.Context, cfg *config.Config, opts Options
 // diskWatch is what the disk guard watches and the bounds it keeps; the
 // server adds what it acts on.
 func diskWatch(cfg *config.Config) diskguard.Options {
-	return diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax,
+	return diskguard.Options{Reserve: cfg.DiskReserve, ScratchMax: cfg.ScratchMax, ToolsBase: cfg.ToolsDir, ToolsMax: cfg.ToolsMax,
 		StateDir: cfg.StateDir, ScratchBase: ScratchDir(cfg), Projects: func() []string {
 			var roots []string
 			for _, p := range cfg.Projects {
@@ -241,7 +241,8 @@ func DiskStatus(cfg *config.Config) []diskguard.FS {
 
 // logDisk is the startup log's line about disk space.
 func logDisk(log *slog.Logger, fss []diskguard.FS, cfg *config.Config) {
-	attrs := []any{"reserve_mib", cfg.DiskReserve >> 20, "scratch_max_mib", cfg.ScratchMax >> 20, "scratch_on_state_fs", ScratchOnState(fss)}
+	attrs := []any{"reserve_mib", cfg.DiskReserve >> 20, "scratch_max_mib", cfg.ScratchMax >> 20, "tools_max_mib", cfg.ToolsMax >> 20,
+		"scratch_on_state_fs", ScratchOnState(fss)}
 	for _, fs := range fss {
 		attrs = append(attrs, fs.Role+"_free_mib", fs.Free>>20)
 	}

@@ -124,6 +124,7 @@ func Start(t testing.TB, opts Options) *Env {
 		"DEVSPACE_CONTROL_LISTEN":  "127.0.0.1:0",
 		"DEVSPACE_METRICS_LISTEN":  "127.0.0.1:0",
 		"DEVSPACE_SCRATCH_DIR":     filepath.Join(base, "scratch"),
+		"DEVSPACE_TOOLS_DIR":       filepath.Join(base, "tools"),
 		"DEVSPACE_LOG_LEVEL":       "debug",
 	}
 	if _, set := opts.Env["DEVSPACE_ADMIN_LISTEN"]; !set {

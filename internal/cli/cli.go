@@ -48,7 +48,11 @@ Usage:
   devspace grants list [--all] [--json]
   devspace grants revoke GRANT_ID
   devspace grants revoke-all        end every grant (emergency)
-  devspace projects list [--json]
+  devspace projects list [--json]   configured Projects, with their tool homes' sizes
+  devspace projects clear-tools LABEL
+                                    empty a Project's tool home (its commands'
+                                    installed tools and caches), stopping the
+                                    commands that could write it
   devspace admin                    print a one-time sign-in link to the Owner's
                                     console (the running server's; 2 minutes)
   devspace doctor                   check configuration and state (reads only)
@@ -84,11 +88,14 @@ func Main(ctx context.Context, args []string, env Env, stdio IO) int {
 	case "grants":
 		err = runGrants(ctx, rest, env, stdio)
 	case "projects":
-		if len(rest) == 0 || rest[0] != "list" {
-			err = usageError("usage: devspace projects list [--json] [flags]")
-			break
+		switch {
+		case len(rest) > 0 && rest[0] == "list":
+			err = runProjects(ctx, rest[1:], env, stdio)
+		case len(rest) > 0 && rest[0] == "clear-tools":
+			err = runClearTools(ctx, rest[1:], env, stdio)
+		default:
+			err = usageError("usage: devspace projects list [--json] [flags] | devspace projects clear-tools LABEL [flags]")
 		}
-		err = runProjects(ctx, rest[1:], env, stdio)
 	case "admin":
 		err = runAdmin(ctx, rest, env, stdio)
 	case "doctor":
@@ -346,6 +353,7 @@ type adminAPI interface {
 	RevokeGrant(ctx context.Context, id string) error
 	RevokeAll(ctx context.Context) (int, error)
 	RotatePassword(ctx context.Context, password []byte) (int, error)
+	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
 }
 
 var (
@@ -363,7 +371,10 @@ func (r remoteAdmin) RevokeGrant(ctx context.Context, id string) error {
 }
 func (r remoteAdmin) RevokeAll(ctx context.Context) (int, error) { return r.c.RevokeAll(ctx) }
 func (r remoteAdmin) ListProjects(ctx context.Context) ([]control.ProjectInfo, error) {
-	return r.c.Projects(ctx)
+	return r.c.ProjectsWithTools(ctx)
+}
+func (r remoteAdmin) ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error) {
+	return r.c.ClearTools(ctx, label)
 }
 func (r remoteAdmin) RotatePassword(ctx context.Context, pw []byte) (int, error) {
 	return r.c.RotatePassword(ctx, string(pw))
@@ -546,11 +557,54 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdio.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LABEL\tPROJECT REF\tPATH\tACCESSIBLE")
+	fmt.Fprintln(tw, "LABEL\tPROJECT REF\tPATH\tACCESSIBLE\tTOOLS")
 	for _, p := range projects {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", p.Label, p.Ref, p.Path, p.Accessible)
+		tools := "-"
+		if p.ToolsBytes != nil {
+			tools = humanBytes(*p.ToolsBytes)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", p.Label, p.Ref, p.Path, p.Accessible, tools)
 	}
 	return tw.Flush()
+}
+
+// humanBytes renders n in the largest binary unit that keeps it at least 1.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// runClearTools is `devspace projects clear-tools LABEL`: through the
+// running server (which stops the commands that could write the tool
+// home first), else on the tool directory directly.
+func runClearTools(ctx context.Context, args []string, env Env, stdio IO) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError("usage: devspace projects clear-tools LABEL")
+	}
+	label, rest := args[0], args[1:]
+	cfg, err := loadConfig(rest, env)
+	if err != nil {
+		return err
+	}
+	return withAdmin(ctx, cfg, func(adm adminAPI) error {
+		res, err := adm.ClearTools(ctx, label)
+		if errors.Is(err, control.ErrProjectNotFound) {
+			return fmt.Errorf("no Project labelled %q (see `devspace projects list`)", label)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Stdout, "Cleared the tool home of %s: %s freed, %d command(s) stopped.\n", label, humanBytes(res.FreedBytes), res.Stopped)
+		return nil
+	})
 }
 
 func runHealthcheck(ctx context.Context, args []string, env Env, stdio IO) error {

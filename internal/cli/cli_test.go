@@ -40,7 +40,7 @@ func lookupOf(t *testing.T, env map[string]string) func(string) (string, bool) {
 
 func envOf(e *apptest.Env) map[string]string {
 	m := map[string]string{}
-	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL", "DEVSPACE_LISTEN",
+	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_TOOLS_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL", "DEVSPACE_LISTEN",
 		"DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN"} {
 		if v, ok := e.LookupEnv(k); ok {
 			m[k] = v

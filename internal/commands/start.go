@@ -216,8 +216,12 @@ func (s *Service) start(ctx context.Context, h executions.Handle, req StartReque
 	spec := process.Spec{Program: cmd.Program, Args: cmd.Args, Shell: cmd.Shell, Command: cmd.Command,
 		Dir: filepath.Join(proj.Path, filepath.FromSlash(dir)), Root: proj.Path, ReadOnly: req.Sandbox == SandboxReadOnly,
 		Tenant: o.GrantID, // a grant's commands share its bounds (processes, memory, CPU, output spool): one grant never crowds out another
-		Env:    process.MergeEnv(s.baseEnv, cmd.Environment),
-		TTY:    cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
+		// The Project's tool home, keyed like the execution's binding by
+		// the root's fingerprint: a worktree execution shares its source
+		// Project's, and a directory put in the Project's place gets its own.
+		Tools: h.Execution().RootFingerprint,
+		Env:   process.MergeEnv(s.baseEnv, cmd.Environment),
+		TTY:   cmd.TTY, Stdin: []byte(cmd.Stdin), CloseStdin: cmd.CloseStdin,
 		Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond, MaxOutputBytes: process.DefaultMaxOutputBytes}
 	if spec.Timeout == 0 {
 		spec.Timeout = DefaultTimeout

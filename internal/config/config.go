@@ -252,6 +252,13 @@ type Config struct {
 	// DiskReserve is the free space kept on the watched filesystems
 	// (DEVSPACE_DISK_RESERVE).
 	DiskReserve int64
+	// ToolsDir holds each Project's persistent tool home
+	// (DEVSPACE_TOOLS_DIR, disk.go). Default: beside the scratch
+	// directory, $XDG_CACHE_HOME/devspace/tools.
+	ToolsDir string
+	// ToolsMax bounds one Project's tool home (DEVSPACE_TOOLS_MAX).
+	// Default: DefaultToolsMax.
+	ToolsMax int64
 }
 
 // Error is one invalid setting. Load and Validate return these joined with
@@ -373,6 +380,8 @@ func defaults(lookupEnv func(string) (string, bool)) *Config {
 		ScratchDir:                defaultScratchDir(lookupEnv),
 		ScratchMax:                DefaultScratchMax,
 		DiskReserve:               DefaultDiskReserve,
+		ToolsDir:                  defaultToolsDir(lookupEnv),
+		ToolsMax:                  DefaultToolsMax,
 	}
 	if x, _ := lookupEnv("XDG_DATA_HOME"); filepath.IsAbs(x) {
 		c.StateDir = filepath.Join(x, "devspace")

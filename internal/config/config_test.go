@@ -104,6 +104,8 @@ func defaultConfig() *Config {
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
 		DiskReserve:               256 << 20,
+		ToolsDir:                  "/nonexistent-home/.cache/devspace/tools",
+		ToolsMax:                  4 << 30,
 	}
 }
 
@@ -149,7 +151,8 @@ func TestLoadDefaults(t *testing.T) {
 func TestLoadNoStateDir(t *testing.T) {
 	_, err := Load(nil, env(nil))
 	want := "DEVSPACE_STATE_DIR: is not set and neither XDG_DATA_HOME nor HOME is set to derive it; set it to the directory for DevSpace's database and keys\n" +
-		"DEVSPACE_SCRATCH_DIR: is not set and neither XDG_CACHE_HOME nor HOME is set to derive it; set it to a directory for the commands' scratch space"
+		"DEVSPACE_SCRATCH_DIR: is not set and neither XDG_CACHE_HOME nor HOME is set to derive it; set it to a directory for the commands' scratch space\n" +
+		"DEVSPACE_TOOLS_DIR: is not set and neither XDG_CACHE_HOME nor HOME is set to derive it; set it to a directory for the Projects' tool homes"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load error = %v, want %q", err, want)
 	}
@@ -224,6 +227,8 @@ func TestLoadEnv(t *testing.T) {
 		ScratchDir:                "/nonexistent-home/.cache/devspace/scratch",
 		ScratchMax:                1 << 30,
 		DiskReserve:               256 << 20,
+		ToolsDir:                  "/nonexistent-home/.cache/devspace/tools",
+		ToolsMax:                  4 << 30,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Load (-want +got):\n%s", d)
@@ -907,6 +912,30 @@ func TestValidateHandBuilt(t *testing.T) {
 			name: "scratch dir holding the state",
 			edit: func(c *Config) { c.ScratchDir = "/nonexistent-home/.local" },
 			want: `DEVSPACE_SCRATCH_DIR: "/nonexistent-home/.local" contains the state directory, which commands would then reach`,
+		},
+		{
+			name: "tools dir in a project",
+			edit: func(c *Config) {
+				c.Projects = []Project{{Label: "d", Path: dir}}
+				c.ToolsDir = link + "/tools"
+			},
+			want: `DEVSPACE_TOOLS_DIR: "` + link + `/tools" is inside "` + dir + `" (project "d"); keep the tool homes outside every approved root`,
+		},
+		{
+			name: "tools dir holding the state",
+			edit: func(c *Config) { c.ToolsDir = "/nonexistent-home" },
+			want: `DEVSPACE_TOOLS_DIR: "/nonexistent-home" contains the state directory, which commands would then reach` + "\n" +
+				`DEVSPACE_TOOLS_DIR: "/nonexistent-home" overlaps DEVSPACE_SCRATCH_DIR "/nonexistent-home/.cache/devspace/scratch"; keep the tool homes and the scratch directories apart`,
+		},
+		{
+			name: "tools dir inside the scratch dir",
+			edit: func(c *Config) { c.ToolsDir = "/nonexistent-home/.cache/devspace/scratch/tools" },
+			want: `DEVSPACE_TOOLS_DIR: "/nonexistent-home/.cache/devspace/scratch/tools" overlaps DEVSPACE_SCRATCH_DIR "/nonexistent-home/.cache/devspace/scratch"; keep the tool homes and the scratch directories apart`,
+		},
+		{
+			name: "tiny tools quota",
+			edit: func(c *Config) { c.ToolsMax = 1 << 20 },
+			want: "DEVSPACE_TOOLS_MAX: 1048576 bytes is too small; use at least 16MiB",
 		},
 		{
 			name: "tiny scratch quota and reserve",

@@ -51,7 +51,20 @@ type ProjectInfo struct {
 	Label      string `json:"label"`
 	Path       string `json:"path"`
 	Accessible bool   `json:"accessible"`
+	// ToolsBytes is the size of the Project's tool home (issue 34), when
+	// it was measured (`projects list`) and the Project is accessible.
+	ToolsBytes *int64 `json:"toolsBytes,omitempty"`
 }
+
+// ClearToolsResult is what `projects clear-tools` did: the bytes the
+// tool home held and the commands it stopped (those that could write it).
+type ClearToolsResult struct {
+	FreedBytes int64 `json:"freedBytes"`
+	Stopped    int   `json:"stopped"`
+}
+
+// ErrProjectNotFound means no configured Project has the label asked for.
+var ErrProjectNotFound = errors.New("no Project with that label")
 
 // RevokeAllResult reports how many grants an emergency action ended.
 // NotRecorded is set when the action holds in the running server but its
@@ -200,6 +213,25 @@ func (c *Client) ConsoleLink(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return out.URL, nil
+}
+
+// ProjectsWithTools is Projects with each tool home's size measured
+// (slower: it walks the tool homes).
+func (c *Client) ProjectsWithTools(ctx context.Context) ([]ProjectInfo, error) {
+	var out []ProjectInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/projects?tools=1", nil, &out)
+}
+
+// ClearTools empties the tool home of the Project labelled label, stopping
+// the commands that could write it. ErrProjectNotFound when no Project has
+// that label.
+func (c *Client) ClearTools(ctx context.Context, label string) (ClearToolsResult, error) {
+	var out ClearToolsResult
+	err := c.do(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(label)+"/clear-tools", nil, &out)
+	if errors.Is(err, oauth.ErrGrantNotFound) { // do's reading of a 404
+		err = ErrProjectNotFound
+	}
+	return out, err
 }
 
 // ServesOtherState reports whether a DevSpace server answers on addr that

@@ -5,7 +5,9 @@
 // execution writing the most there (its scratch directory emptied when it
 // lies there); below a quarter of the reserve Check refuses new commands
 // and patches there (ErrDiskLow). It also holds each execution's scratch
-// directory to its quota, stopping and emptying one that passes it.
+// directory to its quota, stopping and emptying one that passes it, and
+// each Project's tool home to its own, stopping the commands that make
+// one grow past it and leaving its files.
 //
 // The bounds are polled, so they overshoot by what a writer writes between
 // two polls (Options.Tick/4 once a filesystem has less than twice the
@@ -25,6 +27,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,12 +53,18 @@ type Commands interface {
 	// StartedGroups returns the scratch directories of the executions
 	// whose commands started since its last call.
 	StartedGroups() map[string]process.GroupScratch
+	// StartedTools returns the tool homes written by commands that
+	// started since its last call.
+	StartedTools() []string
+	// StopTools kills every command that may write a tool home, and
+	// leaves its files.
+	StopTools(dir, reason string) int
 }
 
 // Metrics receives the guard's measurements.
 type Metrics interface {
 	// DiskFree reports the free bytes of a watched filesystem by role:
-	// "state", "scratch" or "project" (the least free Project's).
+	// "state", "scratch", "tools" or "project" (the least free Project's).
 	DiskFree(role string, free int64)
 	// ScratchLargest reports the largest scratch directory in use.
 	ScratchLargest(bytes int64)
@@ -69,6 +78,13 @@ const (
 	// DefaultReclaimWait is how long Check waits for the guard to bring a
 	// low filesystem back above the refusal line.
 	DefaultReclaimWait = time.Second
+	// DefaultToolsScanEvery is how often a tool home written by a live
+	// command is measured, in a goroutine of its own: less often than
+	// scratch, since toolchains and their caches are many files.
+	DefaultToolsScanEvery = 5 * time.Second
+	// DefaultToolsMaxEntries bounds a tool home's entries counted in one
+	// measure; one holding more is over its quota.
+	DefaultToolsMaxEntries = 1_000_000
 	// scanOnDrop: a scratch filesystem that lost this much free space
 	// since the last scan is scanned again at once.
 	scanOnDrop = 64 << 20
@@ -82,11 +98,20 @@ type Options struct {
 	// StateDir and ScratchBase are watched always; Projects lists the
 	// Project roots (watched too).
 	StateDir, ScratchBase string
-	Projects              func() []string
-	Commands              Commands
-	Log                   *slog.Logger
-	Metrics               Metrics
-	Tick, ScanEvery       time.Duration
+	// ToolsBase holds the Projects' tool homes (watched too; "" when
+	// none); ToolsMax bounds each of them (0: not bounded).
+	ToolsBase string
+	ToolsMax  int64
+	// ToolsScanEvery (default DefaultToolsScanEvery) and ToolsMaxEntries
+	// (default DefaultToolsMaxEntries) are the tool homes' Options.ScanEvery
+	// and Options.MaxEntries.
+	ToolsScanEvery  time.Duration
+	ToolsMaxEntries int
+	Projects        func() []string
+	Commands        Commands
+	Log             *slog.Logger
+	Metrics         Metrics
+	Tick, ScanEvery time.Duration
 	// MaxEntries bounds a scratch directory's entries counted in one
 	// scan; a directory holding more is over its quota.
 	MaxEntries int
@@ -115,6 +140,12 @@ type Guard struct {
 	base           *baseline
 	running, ended map[string]process.GroupScratch
 	sizes          map[string]sized // every execution's scratch at its last measure
+	// runTools' goroutine only: the tool homes written at the last
+	// measure, and each tool home's size at its last measure (one entry
+	// per Project written since the guard began).
+	toolsRunning map[string]bool
+	toolSizes    map[string]int64
+	toolsStopped map[string]bool // stopped at the last measure: its next one only measures
 
 	mu      sync.Mutex
 	largest int64 // the largest scratch directory at the last scan
@@ -140,6 +171,12 @@ func New(opts Options) *Guard {
 	}
 	if opts.ReclaimWait == 0 {
 		opts.ReclaimWait = DefaultReclaimWait
+	}
+	if opts.ToolsScanEvery <= 0 {
+		opts.ToolsScanEvery = DefaultToolsScanEvery
+	}
+	if opts.ToolsMaxEntries <= 0 {
+		opts.ToolsMaxEntries = DefaultToolsMaxEntries
 	}
 	return &Guard{opts: opts, log: opts.Log.With("component", "diskguard"), stopped: map[string]int{}, wake: make(chan struct{}, 1)}
 }
@@ -193,13 +230,14 @@ func (g *Guard) check(paths []string) error {
 }
 
 // CheckCommand is Check for a new command: its output goes to the state
-// directory, its HOME and TMPDIR to the scratch directory, and unless it
-// is readOnly it writes root.
+// directory, its TMPDIR to the scratch directory, and unless it is
+// readOnly it writes root and its tool home.
 func (g *Guard) CheckCommand(ctx context.Context, root string, writesRoot bool) error {
+	tools := g.opts.ToolsBase
 	if !writesRoot {
-		root = ""
+		root, tools = "", ""
 	}
-	return g.Check(ctx, g.opts.StateDir, g.opts.ScratchBase, root)
+	return g.Check(ctx, g.opts.StateDir, g.opts.ScratchBase, root, tools)
 }
 
 // CheckPatch is Check for a patch (or an undo) of root: its files, and
@@ -210,7 +248,7 @@ func (g *Guard) CheckPatch(ctx context.Context, root string) error {
 
 // FS is a watched filesystem's state (doctor, diagnostic, /readyz).
 type FS struct {
-	Role  string // state, scratch, project
+	Role  string // state, scratch, tools, project
 	Label string // the Project's path for a project ("" otherwise); callers decide what to show
 	Free  int64
 	Total int64
@@ -257,6 +295,11 @@ func (g *Guard) Reserve() int64 { return g.opts.Reserve }
 func (g *Guard) Run(ctx context.Context) {
 	t := time.NewTimer(g.opts.Tick)
 	defer t.Stop()
+	if g.opts.ToolsBase != "" && g.opts.ToolsMax > 0 {
+		// Apart, so that walking a large tool home never delays the
+		// reserve's polls.
+		go g.runTools(ctx)
+	}
 	var lastScan time.Time
 	scanFree := int64(-1)
 	idle := 0
@@ -355,6 +398,7 @@ func (g *Guard) watched(cmds []process.Running) []watch {
 	}
 	add("state", "", g.opts.StateDir)
 	add("scratch", "", g.opts.ScratchBase)
+	add("tools", "", g.opts.ToolsBase)
 	roots := g.opts.Projects()
 	for _, c := range cmds {
 		roots = append(roots, c.Root)
@@ -444,9 +488,10 @@ func (g *Guard) writesTo(low watch, ws []watch) writes {
 		return syscall.Stat(path, &st) == nil && uint64(st.Dev) == low.dev
 	}
 	stateThere := on(g.opts.StateDir)
+	toolsThere := g.opts.ToolsBase != "" && on(g.opts.ToolsBase)
 	out := writes{counts: map[string]int64{}, groupOf: map[string]string{}, scratchThere: on(g.opts.ScratchBase)}
 	for _, c := range g.opts.Commands.Commands() {
-		rootThere := c.WritesRoot && on(c.Root)
+		rootThere := c.WritesRoot && on(c.Root) || c.Tools != "" && toolsThere
 		if !rootThere && !out.scratchThere && !stateThere {
 			continue
 		}
@@ -612,6 +657,14 @@ func (g *Guard) count(reason string) {
 	g.mu.Unlock()
 }
 
+// Size is the allocated size of dir's tree, each inode once, symlinks
+// not followed (0 when dir is absent): `devspace projects list` shows a
+// tool home's with it.
+func Size(dir string) int64 {
+	size, _ := usage(dir, math.MaxInt64, math.MaxInt)
+	return size
+}
+
 // usage sums the allocated size of dir's tree (each inode once). over is
 // true once the sum passes limit or the tree has more than maxEntries
 // entries; the walk stops there.
@@ -658,4 +711,81 @@ func freeBytes(path string) (int64, bool) {
 		return 0, false
 	}
 	return int64(st.Bavail) * st.Bsize, true
+}
+
+// runTools holds the tool homes to Options.ToolsMax until ctx is done:
+// every Options.ToolsScanEvery, while a command may write one or since one
+// did, it measures them (enforceTools).
+func (g *Guard) runTools(ctx context.Context) {
+	t := time.NewTicker(g.opts.ToolsScanEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cmds := g.opts.Commands.Commands()
+		started := g.opts.Commands.StartedTools()
+		if len(cmds)+len(started)+len(g.toolsRunning) > 0 {
+			g.enforceTools(cmds, started)
+		}
+	}
+}
+
+// enforceTools measures the tool home of each live command that may write
+// one, of each such command started since the previous measure (started)
+// and, once more, of each written at the previous measure and not now. A
+// tool home past Options.ToolsMax that grew since its previous measure
+// (or has none since the guard began: after a restart, the first command
+// writing a tool home over its quota) has every command that may write it
+// stopped
+// (tools_quota); its files stay, for the Owner (`devspace projects
+// clear-tools`) or a command to delete. A tool home over the quota that
+// does not grow stops nothing: a command deleting from it, or running
+// only what is installed there, goes on. The measure after a stop only
+// measures (the stopped commands' last writes land after it): a tool home
+// may pass its quota by what is written in one Options.ToolsScanEvery
+// after a stop, once.
+func (g *Guard) enforceTools(cmds []process.Running, started []string) {
+	if g.opts.ToolsMax <= 0 {
+		return
+	}
+	live := map[string]bool{}
+	for _, c := range cmds {
+		if c.Tools != "" {
+			live[c.Tools] = true
+		}
+	}
+	scan := maps.Clone(live)
+	for _, d := range started {
+		scan[d] = true
+	}
+	for d := range g.toolsRunning {
+		scan[d] = true
+	}
+	g.toolsRunning = live
+	if g.toolSizes == nil {
+		g.toolSizes, g.toolsStopped = map[string]int64{}, map[string]bool{}
+	}
+	for dir := range scan {
+		size, tooMany := usage(dir, math.MaxInt64, g.opts.ToolsMaxEntries)
+		prev, seen := g.toolSizes[dir]
+		g.toolSizes[dir] = size
+		if g.toolsStopped[dir] {
+			// The commands stopped at the previous measure wrote on until
+			// their kill landed: that growth is theirs, not the next
+			// command's. Measure again from here.
+			delete(g.toolsStopped, dir)
+			continue
+		}
+		if (size <= g.opts.ToolsMax && !tooMany) || (seen && size <= prev && !tooMany) {
+			continue
+		}
+		g.toolsStopped[dir] = true
+		n := g.opts.Commands.StopTools(dir, process.ReasonToolsQuota)
+		g.count(process.ReasonToolsQuota)
+		g.log.Warn("a Project's tool home grew past its quota: stopped the commands writing it; its files stay until the Owner clears them (devspace projects clear-tools)",
+			"bytes", size, "quota", g.opts.ToolsMax, "too_many_entries", tooMany, "trees", n)
+	}
 }

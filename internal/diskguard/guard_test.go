@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/devspace-dev/devspace/internal/process"
 	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
@@ -90,5 +91,65 @@ func TestCheckRefusesBelowAQuarter(t *testing.T) {
 	}
 	if low == nil || !low.Low || !low.Refusing {
 		t.Errorf("Status of the full state filesystem: %+v", low)
+	}
+}
+
+// fakeTools is the process manager's side as enforceTools sees it.
+type fakeTools struct {
+	stopped []string
+}
+
+func (f *fakeTools) Commands() []process.Running                    { return nil }
+func (f *fakeTools) StopGroup(string, string, bool) int             { return 0 }
+func (f *fakeTools) StartedGroups() map[string]process.GroupScratch { return nil }
+func (f *fakeTools) StartedTools() []string                         { return nil }
+func (f *fakeTools) StopTools(dir, reason string) int {
+	f.stopped = append(f.stopped, dir+" "+reason)
+	return 1
+}
+
+// TestToolsQuotaStopsGrowthOnly (issue 34): a tool home past its quota
+// has its writers stopped when it grew since its last measure (or has
+// none), never emptied; one over its quota that does not grow (a command
+// deleting from it, or only running what is there) stops nothing.
+func TestToolsQuotaStopsGrowthOnly(t *testing.T) {
+	home := t.TempDir()
+	f := &fakeTools{}
+	g := New(Options{ToolsBase: filepath.Dir(home), ToolsMax: 1 << 20, Commands: f})
+	write := func(name string, n int) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, name), make([]byte, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := []process.Running{{ID: "c1", Group: "e1", Tools: home}}
+	steps := []struct {
+		name string
+		do   func()
+		stop bool
+	}{
+		{"within the quota", func() { write("a", 512<<10) }, false},
+		{"past it, grown", func() { write("b", 1<<20) }, true},
+		{"past it, not grown", func() {}, false},
+		{"past it, shrinking", func() { _ = os.Remove(filepath.Join(home, "a")) }, false},
+		{"past it, grown again", func() { write("c", 64<<10) }, true},
+	}
+	for _, s := range steps {
+		f.stopped = nil
+		s.do()
+		g.enforceTools(live, nil)
+		if got := len(f.stopped) > 0; got != s.stop {
+			t.Errorf("%s: stopped %v, want %v", s.name, f.stopped, s.stop)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "b")); err != nil {
+		t.Errorf("the tool home's files are gone: %v", err)
+	}
+	// A guard that never measured it (a restart) stops the first writer
+	// of a tool home already past the quota.
+	f.stopped = nil
+	New(Options{ToolsBase: filepath.Dir(home), ToolsMax: 1 << 20, Commands: f}).enforceTools(live, nil)
+	if len(f.stopped) != 1 || f.stopped[0] != home+" tools_quota" {
+		t.Errorf("first measure past the quota: stopped %v", f.stopped)
 	}
 }

@@ -32,6 +32,10 @@ type Admin interface {
 	RevokeAll(ctx context.Context) (int, error)
 	RotatePassword(ctx context.Context, password []byte) (int, error)
 	Projects() []control.ProjectInfo
+	// ListProjects is Projects with each tool home's size.
+	ListProjects(ctx context.Context) ([]control.ProjectInfo, error)
+	// ClearTools empties a Project's tool home (control.ErrProjectNotFound).
+	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
 	// ConsoleLink returns a one-time sign-in URL of the Owner's console;
 	// control.ErrConsoleOff (wrapped) when the console is off.
 	ConsoleLink(ctx context.Context) (string, error)
@@ -264,7 +268,30 @@ func (s *Server) controlEngine() *gin.Engine {
 		n, err := s.opts.Admin.RotatePassword(c.Request.Context(), []byte(req.Password))
 		s.controlRevoked(c, n, err)
 	})
-	v1.GET("/projects", func(c *gin.Context) { c.JSON(http.StatusOK, s.opts.Admin.Projects()) })
+	v1.GET("/projects", func(c *gin.Context) {
+		if c.Query("tools") != "1" {
+			c.JSON(http.StatusOK, s.opts.Admin.Projects())
+			return
+		}
+		projects, err := s.opts.Admin.ListProjects(c.Request.Context())
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, projects)
+	})
+	v1.POST("/projects/:label/clear-tools", func(c *gin.Context) {
+		res, err := s.opts.Admin.ClearTools(c.Request.Context(), c.Param("label"))
+		if errors.Is(err, control.ErrProjectNotFound) {
+			c.JSON(http.StatusNotFound, control.Error{Error: "no Project with that label"})
+			return
+		}
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, res)
+	})
 	v1.POST("/console/link", func(c *gin.Context) {
 		link, err := s.opts.Admin.ConsoleLink(c.Request.Context())
 		if errors.Is(err, control.ErrConsoleOff) {

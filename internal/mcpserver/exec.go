@@ -87,7 +87,7 @@ type processOut struct {
 	// processes running, so they were killed), timeout, close, revoke,
 	// out_of_memory and pids_limit (past the command's limits,
 	// the whole command)…
-	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, out_of_memory (it used more memory than a command may), pids_limit (it had more processes and threads than a command may), disk_low (a filesystem it wrote to ran low and it wrote the most there), scratch_quota (its execution's scratch directory passed its quota and was emptied), close, revoke, shutdown…"`
+	KillReason string `json:"killReason,omitempty" jsonschema:"why the command's processes were killed: interrupt (Ctrl-C left some running), timeout, out_of_memory (it used more memory than a command may), pids_limit (it had more processes and threads than a command may), disk_low (a filesystem it wrote to ran low and it wrote the most there), scratch_quota (its execution's scratch directory passed its quota and was emptied), tools_quota (it made its Project's tool home grow past its quota; the files stay), tools_cleared (the Owner cleared its Project's tool home), close, revoke, shutdown…"`
 	// InterruptKilled counts processes an interrupt had to kill because
 	// SIGINT left them running.
 	InterruptKilled int `json:"interruptKilled,omitempty" jsonschema:"processes an interrupt had to kill because Ctrl-C left them running"`

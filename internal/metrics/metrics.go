@@ -30,7 +30,7 @@ type Metrics struct {
 	ProcessKills        *prometheus.CounterVec // reason
 	OrphansKilled       prometheus.Counter
 	ProcessesRunning    prometheus.Gauge
-	DiskFree            *prometheus.GaugeVec // role: state, scratch, project
+	DiskFree            *prometheus.GaugeVec // role: state, scratch, tools, project
 	ScratchLargest      prometheus.Gauge
 	OutputTruncations   *prometheus.CounterVec // reason
 	OutputRetirements   *prometheus.CounterVec // reason

@@ -30,10 +30,13 @@ var ErrInvalidEnv = errors.New("invalid environment")
 var baseEnvNames = map[string]bool{
 	"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true,
 	"LANG": true, "LANGUAGE": true, "TZ": true, "TMPDIR": true,
-	// Toolchain locations, so builds find their caches and SDKs.
-	"GOPATH": true, "GOROOT": true, "GOCACHE": true, "GOMODCACHE": true,
-	"CARGO_HOME": true, "RUSTUP_HOME": true, "JAVA_HOME": true,
-	"NVM_DIR": true, "PYENV_ROOT": true, "XDG_CACHE_HOME": true, "XDG_CONFIG_HOME": true,
+	// Toolchain installations, so builds find their SDKs (readable
+	// through DEVSPACE_COMMAND_READ_PATHS). The server's caches and
+	// workspaces (GOPATH, GOCACHE, GOMODCACHE, CARGO_HOME, XDG_*) are not
+	// copied: they lie outside the command's domain, and the command gets
+	// its Project's tool home's instead (tools.go).
+	"GOROOT": true, "RUSTUP_HOME": true, "JAVA_HOME": true,
+	"NVM_DIR": true, "PYENV_ROOT": true,
 }
 
 // proxyEnvNames are copied only when their value carries no credential.
@@ -58,8 +61,8 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // BaseEnv returns the environment every command starts from: the allowlisted
 // variables of host (PATH, HOME, USER, LOGNAME, SHELL, LANG, LANGUAGE, LC_*,
-// TZ, TMPDIR, toolchain homes such as GOPATH, CARGO_HOME, JAVA_HOME, and
-// proxy variables without credentials), then NO_COLOR=1, TERM=dumb,
+// TZ, TMPDIR, toolchain installations: GOROOT, RUSTUP_HOME, JAVA_HOME,
+// NVM_DIR, PYENV_ROOT, and proxy variables without credentials), then NO_COLOR=1, TERM=dumb,
 // PAGER=cat, GIT_PAGER=cat, MANPAGER=cat and GIT_TERMINAL_PROMPT=0. PATH
 // defaults to the usual system directories and LANG to C.UTF-8 when host
 // has no locale. TERM stays dumb under a pty too (no escape sequences for

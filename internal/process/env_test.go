@@ -16,7 +16,7 @@ func TestBaseEnv(t *testing.T) {
 		"HTTP_PROXY=http://user:pw@proxy:3128", "LC_BAD-NAME=x", "NOEQUALS",
 	}
 	want := []string{
-		"GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GOPATH=/go", "HOME=/home/dev", "HTTPS_PROXY=http://proxy:3128",
+		"GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "HOME=/home/dev", "HTTPS_PROXY=http://proxy:3128",
 		"LANG=en_US.UTF-8", "LC_TIME=C", "MANPAGER=cat", "NO_COLOR=1", "PAGER=cat", "PATH=/usr/bin:/bin",
 		"TERM=dumb", "TZ=UTC",
 	}

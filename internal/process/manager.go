@@ -193,6 +193,9 @@ type Manager struct {
 	// started holds the groups whose commands started since the last
 	// StartedGroups (the disk guard scans their scratch directories).
 	started map[string]string // group -> tenant
+	// startedTools holds the tool homes written by commands started
+	// since the last StartedTools.
+	startedTools map[string]bool
 	// tenantLive counts each tenant's live and starting trees;
 	// tenantCgroups are the cgroup tier's tenant cgroups, removed when
 	// their count drops to 0; lastTenantCgroup is the one a fresh
@@ -261,6 +264,11 @@ func New(opts Options) (*Manager, error) {
 	}
 	if err := os.MkdirAll(opts.Sandbox.ScratchDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the scratch directory: %w", err)
+	}
+	if opts.Sandbox.ToolsDir != "" {
+		if err := os.MkdirAll(opts.Sandbox.ToolsDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the tools directory: %w", err)
+		}
 	}
 	// Scratch directories of a previous run belong to executions that no
 	// longer run anything.

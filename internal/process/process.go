@@ -100,6 +100,8 @@ type Process struct {
 	// root is Spec.Root, readOnly Spec.ReadOnly (the disk guard's view).
 	root     string
 	readOnly bool
+	// tools is the command's tool home ("" when none).
+	tools string
 
 	sup      *supervisorProc
 	ctlMu    sync.Mutex

@@ -31,6 +31,11 @@ type SandboxOptions struct {
 	// Shutdown; default $TMPDIR/devspace-scratch. Its leftovers are
 	// removed by New.
 	ScratchDir string
+	// ToolsDir holds one persistent tool home per Project (ToolHome of
+	// Spec.Tools): a workspaceWrite command's HOME, installed tools and
+	// caches, read and executed by a readOnly one; never emptied by the
+	// Manager. Empty: no tool homes, and HOME is the scratch directory.
+	ToolsDir string
 	// Probe replaces sandbox.Probe; tests use it to force "unavailable".
 	Probe func() sandbox.Status
 	// GateProbe replaces sandbox.GateAvailable; tests use it to try the
@@ -179,8 +184,8 @@ func removeTree(dir string) {
 }
 
 // policy is the Landlock domain of one command: the system read-only, its
-// Project root read-write (read-only for a ReadOnly spec), its scratch
-// directory read-write, nothing else.
+// Project root and its tool home read-write (read and execute only for a
+// ReadOnly spec), its scratch directory read-write, nothing else.
 func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 	p := &sandbox.Policy{
 		ReadExec: append(sandbox.SystemPaths(), m.opts.Sandbox.ReadPaths...),
@@ -197,10 +202,14 @@ func (m *Manager) policy(l launch, scratch string) *sandbox.Policy {
 	if m.sandbox.IPC == IPCNamespace {
 		p.PrivateTmp, p.PrivateIPC = scratch, true
 	}
+	own := []string{l.root}
+	if l.tools != "" {
+		own = append(own, l.tools)
+	}
 	if l.readOnly {
-		p.ReadExec = append(p.ReadExec, l.root)
+		p.ReadExec = append(p.ReadExec, own...)
 	} else {
-		p.ReadWrite = append(p.ReadWrite, l.root)
+		p.ReadWrite = append(p.ReadWrite, own...)
 	}
 	return p
 }

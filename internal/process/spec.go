@@ -48,8 +48,16 @@ type Spec struct {
 	// the CPU with every other tenant's. Empty means the group's own.
 	Tenant string
 
-	// ReadOnly makes Root read-only for a confined command.
+	// ReadOnly makes Root and the tool home read-only for a confined
+	// command.
 	ReadOnly bool
+
+	// Tools keys the command's tool home (the server passes the
+	// Project's fingerprint): ToolHome(SandboxOptions.ToolsDir, Tools)
+	// is its HOME (unless ReadOnly), holds its GOPATH, CARGO_HOME, npm
+	// prefix and caches, and its bin directories come first on PATH
+	// (docs/design.md §7). Empty, or no ToolsDir: none.
+	Tools string
 
 	// ReadPaths are further absolute, canonical hierarchies this command
 	// may read (never write) when confined: a managed worktree's source
@@ -106,6 +114,7 @@ type launch struct {
 	readOnly  bool
 	readPaths []string
 	tenant    string
+	tools     string // the tool home's path; "" when none
 }
 
 func invalid(format string, args ...any) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -26,10 +25,21 @@ var ptySize = pty.Winsize{Cols: 120, Rows: 40}
 // bounds only the start; the process outlives it (until it exits, its
 // Timeout, Kill, KillGroup or Shutdown).
 func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process, error) {
+	// The homes come before resolve: a direct-mode program is looked up
+	// on the PATH the command gets, the tool home's bin directories first.
+	var tools string
+	if m.opts.Sandbox.ToolsDir != "" && spec.Tools != "" {
+		tools = ToolHome(m.opts.Sandbox.ToolsDir, spec.Tools)
+	}
+	if spec.Env == nil {
+		spec.Env = BaseEnv(os.Environ())
+	}
+	spec.Env = commandEnv(spec.Env, m.scratchPath(group), tools, spec.ReadOnly)
 	l, err := resolve(spec)
 	if err != nil {
 		return nil, err
 	}
+	l.tools = tools
 	if l.tenant == "" {
 		l.tenant = group
 	}
@@ -67,6 +77,12 @@ func (m *Manager) Start(ctx context.Context, group string, spec Spec) (*Process,
 		m.started = map[string]string{}
 	}
 	m.started[group] = l.tenant
+	if l.tools != "" && !l.readOnly {
+		if m.startedTools == nil {
+			m.startedTools = map[string]bool{}
+		}
+		m.startedTools[l.tools] = true
+	}
 	closed, live := m.closed, m.live
 	m.mu.Unlock()
 	m.metrics.RunningChanged(live)
@@ -167,8 +183,13 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	if err != nil {
 		return nil, err
 	}
+	if l.tools != "" {
+		if err := m.makeToolHome(l.tools); err != nil {
+			return nil, err
+		}
+	}
 	spec := supervisorSpec{
-		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: withScratch(l.env, scratch), TTY: l.tty,
+		ID: id, Path: l.path, Argv: l.argv, Dir: l.dir, Env: l.env, TTY: l.tty,
 		GraceMS: m.opts.Grace.Milliseconds(),
 	}
 	if m.sandbox.Mode == SandboxLandlock {
@@ -230,7 +251,7 @@ func (m *Manager) start(ctx context.Context, group string, l launch) (_ *Process
 	}
 	p := &Process{
 		id: id, group: group, tenant: tenant, m: m, grace: m.opts.Grace, sandboxRules: ev.Sandbox,
-		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir, root: l.root, readOnly: l.readOnly,
+		startedAt: time.Now(), pid: ev.PID, cgroupDir: cgroupDir, root: l.root, readOnly: l.readOnly, tools: l.tools,
 		sup: sup, out: out, outR: outR, capKill: l.killOnCap,
 		exited: make(chan struct{}), outputDone: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -314,15 +335,4 @@ func dupCloexec(fd int) (int, error) {
 		return -1, e
 	}
 	return int(r), nil
-}
-
-// withScratch makes scratch the command's HOME and TMPDIR.
-func withScratch(env []string, scratch string) []string {
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "TMPDIR=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "HOME="+scratch, "TMPDIR="+scratch)
 }

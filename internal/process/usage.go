@@ -28,6 +28,9 @@ type Running struct {
 	// Scratch is its execution's scratch directory; Tenant whose command
 	// it is (Spec.Tenant, the grant).
 	Scratch, Tenant string
+	// Tools is the tool home the command may write ("" when it has none
+	// or is readOnly).
+	Tools string
 	// OutputBytes is what it wrote to its output (the spool, in the state
 	// directory).
 	OutputBytes int64
@@ -57,6 +60,9 @@ func (m *Manager) Commands() []Running {
 		}
 		r := Running{ID: p.id, Group: p.group, Root: p.root, WritesRoot: !p.readOnly, Scratch: m.scratchPath(p.group), Tenant: p.tenant,
 			OutputBytes: st.OutputBytes}
+		if !p.readOnly {
+			r.Tools = p.tools
+		}
 		for _, pid := range p.treePIDs() {
 			n, ok := writtenBytes(pid)
 			r.Written += n
@@ -83,6 +89,50 @@ func (m *Manager) StartedGroups() map[string]GroupScratch {
 		out[g] = GroupScratch{Dir: m.scratchPath(g), Tenant: tenant}
 	}
 	return out
+}
+
+// StartedTools returns the tool homes written by commands that started
+// since the last call: a command quicker than the disk guard's look still
+// has its tool home measured.
+func (m *Manager) StartedTools() []string {
+	m.mu.Lock()
+	started := m.startedTools
+	m.startedTools = nil
+	m.mu.Unlock()
+	out := make([]string, 0, len(started))
+	for dir := range started {
+		out = append(out, dir)
+	}
+	return out
+}
+
+// StopTools kills, with reason and at once (like StopGroup), every live
+// command that may write the tool home dir, whatever its execution, and
+// leaves dir as it is. It returns how many trees it killed.
+func (m *Manager) StopTools(dir, reason string) int {
+	m.mu.Lock()
+	var ps []*Process
+	for _, p := range m.procs {
+		if p.tools == dir && !p.readOnly {
+			ps = append(ps, p)
+		}
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		if p.requestKillGrace(reason, 0) {
+			n++
+		}
+	}
+	bound := time.NewTimer(killBound)
+	defer bound.Stop()
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-bound.C:
+		}
+	}
+	return n
 }
 
 // ScratchBase is the directory holding the scratch directories.
