@@ -98,11 +98,12 @@ ENV DEVSPACE_STATE_DIR=/data \
     DEVSPACE_TOOLS_DIR=/tools \
     DEVSPACE_LISTEN=0.0.0.0:7676 \
     DEVSPACE_METRICS_LISTEN=0.0.0.0:7678 \
+    DEVSPACE_ADMIN_LISTEN=0.0.0.0:7679 \
     DEVSPACE_LOG_FORMAT=json \
     HOME=/home/devspace \
     LANG=C.UTF-8
 VOLUME ["/data", "/scratch", "/tools"]
-EXPOSE 7676 7678
+EXPOSE 7676 7678 7679
 WORKDIR /projects
 USER ${DEVSPACE_UID}:${DEVSPACE_GID}
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -100,6 +101,7 @@ func TestCompose(t *testing.T) {
 	s := &stack{t: t, name: "devspace-e2e-" + strings.ToLower(randomString(6)),
 		files: []string{"compose.yaml", "compose.quick-tunnel.yaml", "compose.namespaces.yaml", "deploy/e2e/compose.e2e.yaml"},
 		env: []string{"DEVSPACE_IMAGE=" + image, "DEVSPACE_PROJECT_DIR=" + dirs["alpha"], "DEVSPACE_PROJECT_LABEL=alpha",
+			"DEVSPACE_CONSOLE_PORT=" + freePort(t),
 			"E2E_BETA_DIR=" + dirs["beta"], "E2E_OWNER_PASSWORD_FILE=" + pw}}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -188,6 +190,39 @@ with m.Pool(2) as p: print(sum(p.map(abs, range(-5, 5))))' && ipcmk -M 4096 >/de
 		t.Errorf("grants list:\n%s", out)
 	}
 
+	// The Owner's console: published on the host's loopback only; the link
+	// `devspace admin` prints there works once; addressed by the compose
+	// network's name (as cloudflared, or a tunnel routed to it by mistake,
+	// would) it is refused.
+	consolePort := strings.TrimSpace(s.must("port", "devspace", "7679"))
+	if !strings.HasPrefix(consolePort, "127.0.0.1:") {
+		t.Fatalf("console published at %q, want 127.0.0.1 only", consolePort)
+	}
+	var link string
+	for _, line := range strings.Split(s.must("exec", "-T", "devspace", "devspace", "admin"), "\n") {
+		if strings.HasPrefix(line, "http://127.0.0.1:7679/signin?token=") {
+			link = strings.Replace(strings.TrimSpace(line), "127.0.0.1:7679", consolePort, 1)
+		}
+	}
+	if link == "" {
+		t.Fatal("devspace admin printed no link")
+	}
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusForbidden} {
+		resp, err := noRedirect.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("console link, use %d: %s, want %d", i+1, resp.Status, want)
+		}
+	}
+	if out, _ := s.run("exec", "-T", "cloudflared", "python3", "-c",
+		"import urllib.request, urllib.error\ntry:\n  urllib.request.urlopen('http://devspace:7679/signin', timeout=5)\n  print('answered')\nexcept urllib.error.HTTPError as e:\n  print(e.code)"); strings.TrimSpace(out) != "403" {
+		t.Errorf("the console through the compose network: %q, want 403", out)
+	}
+
 	// The tunnel reaches the public listener only; Prometheus reaches the
 	// metrics; nothing reaches the control listener.
 	probe := func(service string, targets ...string) map[string]string {
@@ -260,6 +295,7 @@ func TestComposeOfflineWalk(t *testing.T) {
 		"DEVSPACE_PROJECT_DIR":   dirs["walk"],
 		"DEVSPACE_PROJECT_LABEL": "walk",
 		"#DEVSPACE_IMAGE":        tag,
+		"#DEVSPACE_CONSOLE_PORT": freePort(t),
 	})
 	if !strings.Contains(dotenv, fmt.Sprintf("\nDEVSPACE_UID=%d\nDEVSPACE_GID=%d\n", ownerID, ownerID)) {
 		t.Fatalf("deploy/compose.env.example no longer sets DEVSPACE_UID/GID=%d:\n%s", ownerID, dotenv)
@@ -313,4 +349,17 @@ func editEnvFile(t *testing.T, text string, set map[string]string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// freePort returns a loopback port nothing listens on now, for a published
+// port that must not collide with a console the developer runs.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }

@@ -324,6 +324,16 @@ func checkRelease(t *testing.T, r *rendered, values string) {
 	for _, e := range ctr.Env {
 		env[e.Name] = e.Value
 	}
+	// The Owner's console stays on the pod's loopback (kubectl
+	// port-forward reaches it there): no port, no Service, no policy rule.
+	if env["DEVSPACE_ADMIN_LISTEN"] != "127.0.0.1:7679" {
+		t.Errorf("DEVSPACE_ADMIN_LISTEN = %q, want the pod's loopback", env["DEVSPACE_ADMIN_LISTEN"])
+	}
+	for _, p := range ctr.Ports {
+		if p.ContainerPort == 7679 {
+			t.Errorf("the console's port is declared: %+v", p)
+		}
+	}
 	mounts := map[string]bool{}
 	for _, m := range ctr.VolumeMounts {
 		mounts[m.MountPath] = true

@@ -25,8 +25,9 @@ func (a *App) RevokeGrant(ctx context.Context, id string) error {
 	return a.oauth.RevokeGrant(ctx, id)
 }
 
-// RevokeAll ends every grant (global epoch bump).
+// RevokeAll ends every grant (global epoch bump). Every console session ends with them.
 func (a *App) RevokeAll(ctx context.Context) (int, error) {
+	defer a.endConsoleSessions()
 	return a.oauth.RevokeAll(ctx, "revoke_all")
 }
 
@@ -36,7 +37,10 @@ func (a *App) RevokeAll(ctx context.Context) (int, error) {
 // is written after revoke-all stopped the grants' commands and removed
 // their scratch, with the store's reserve if need be, and retried until
 // it lands (oauth.ErrNotRecorded).
+//
+// Every console session ends with them.
 func (a *App) RotatePassword(ctx context.Context, password []byte) (int, error) {
+	defer a.endConsoleSessions()
 	perr := a.auth.SetPassword(password)
 	if perr != nil && !errors.Is(perr, authstate.ErrNotWritten) {
 		return 0, fmt.Errorf("set password: %w", perr)

@@ -24,6 +24,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/clientmeta"
 	"github.com/devspace-dev/devspace/internal/commands"
 	"github.com/devspace-dev/devspace/internal/config"
+	"github.com/devspace-dev/devspace/internal/console"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/cursor"
 	"github.com/devspace-dev/devspace/internal/diskguard"
@@ -111,6 +112,8 @@ type App struct {
 	settleAfter time.Duration      // Options.Settle
 	background  sync.Once          // StartBackground
 	mcp         *mcpserver.Server
+	worktrees   *worktree.Manager // nil without a server or a worktree directory
+	console     *console.Console  // nil when DEVSPACE_ADMIN_LISTEN is off
 	http        *httpserver.Server
 	activity    *activity.Recorder // tool calls and commands running, for the console
 }
@@ -152,8 +155,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return nil, err
 	}
 	a := core
+	var consoleHandler http.Handler
+	if cfg.AdminListen != "" {
+		a.console = console.New(a.consoleOptions(log, opts.Now))
+		consoleHandler = a.console
+	}
 	a.http = httpserver.New(httpserver.Options{
 		PublicAddr: cfg.Listen, ControlAddr: cfg.ControlListen, MetricsAddr: cfg.MetricsListen,
+		ConsoleAddr: cfg.AdminListen, Console: consoleHandler,
 		AllowedHosts: cfg.AllowedHosts, MaxBodyBytes: cfg.MaxRequestBody,
 		Limits: httpserver.Limits{MaxConnections: cfg.Edge.MaxConnections, ReadHeaderTimeout: cfg.Edge.ReadHeaderTimeout,
 			BodyIdleTimeout: cfg.Edge.BodyIdleTimeout, BodyTimeout: cfg.Edge.BodyTimeout, IdleTimeout: cfg.Edge.IdleTimeout},
@@ -245,6 +254,7 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 			a.Close()
 			return nil, err
 		}
+		a.worktrees = worktrees
 	}
 	activity := executions.NewActivity(st, log)
 	copts := commands.Options{Processes: a.procs, Outputs: a.outputs, Undo: a.snapshots,

@@ -76,9 +76,13 @@ type Env struct {
 	ln       net.Listener
 	srv      *httptest.Server
 	ctl      *httptest.Server
+	conLn    net.Listener // the console's, bound before the App is built
+	con      *httptest.Server
 	env      map[string]string
 	// ControlAddr is where the control API listens (the CLI's target).
 	ControlAddr string
+	// ConsoleURL is the Owner's console's origin ("" when it is off).
+	ConsoleURL string
 }
 
 // Start creates state and project directories and serves the public
@@ -122,6 +126,16 @@ func Start(t testing.TB, opts Options) *Env {
 		"DEVSPACE_SCRATCH_DIR":     filepath.Join(base, "scratch"),
 		"DEVSPACE_TOOLS_DIR":       filepath.Join(base, "tools"),
 		"DEVSPACE_LOG_LEVEL":       "debug",
+	}
+	if _, set := opts.Env["DEVSPACE_ADMIN_LISTEN"]; !set {
+		// Bound first, so the App knows the console's real address (its
+		// sign-in links name it).
+		cl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.conLn = cl
+		e.env["DEVSPACE_ADMIN_LISTEN"] = cl.Addr().String()
 	}
 	for k, v := range opts.Env {
 		e.env[k] = v
@@ -204,6 +218,18 @@ func (e *Env) start() {
 		e.ctl.Start()
 	}
 	e.env["DEVSPACE_CONTROL_LISTEN"] = e.ControlAddr
+	if h := a.ConsoleHandler(); h != nil {
+		if e.conLn == nil {
+			ln, err := net.Listen("tcp", cfg.AdminListen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.conLn = ln
+		}
+		e.con = &httptest.Server{Listener: e.conLn, Config: &http.Server{Handler: h}}
+		e.con.Start()
+		e.ConsoleURL = "http://" + e.conLn.Addr().String()
+	}
 }
 
 // Stop shuts the instance down (idempotent).
@@ -216,6 +242,11 @@ func (e *Env) Stop() {
 	if e.ctl != nil {
 		e.ctl.Close()
 		e.ctl = nil
+	}
+	if e.con != nil {
+		e.con.Close()
+		e.con = nil
+		e.conLn = nil
 	}
 	if e.App != nil {
 		e.App.Close()

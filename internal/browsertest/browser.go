@@ -44,6 +44,7 @@ type Browser struct {
 	requests    []string
 	navigations []string
 	blocked     []string
+	console     []string      // exceptions, console errors, error log entries
 	changed     chan struct{} // closed and replaced when navigations grows
 }
 

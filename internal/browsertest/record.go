@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 )
 
 // record runs in the tab's event loop (see chromedp.Listen), so it only
@@ -37,7 +39,35 @@ func (b *Browser) record(ev any) {
 		if string(ev.FrameID) == b.mainFrame {
 			b.navigated(ev.URL)
 		}
+	case *runtime.EventExceptionThrown:
+		msg := ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			msg += " " + ev.ExceptionDetails.Exception.Description
+		}
+		b.console = append(b.console, "exception: "+msg)
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			var parts []string
+			for _, a := range ev.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			b.console = append(b.console, "console."+string(ev.Type)+": "+strings.Join(parts, " "))
+		}
+	case *log.EventEntryAdded:
+		if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+			b.console = append(b.console, "log "+string(ev.Entry.Source)+" "+string(ev.Entry.Level)+": "+ev.Entry.Text+" "+ev.Entry.URL)
+		}
 	}
+}
+
+// ConsoleErrors returns what the tab reported as going wrong, in order:
+// uncaught exceptions, console.error and console.warn calls, and the
+// browser's own error and warning log entries (a resource that failed to
+// load, a Content-Security-Policy violation).
+func (b *Browser) ConsoleErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.console)
 }
 
 // navigated appends u to the navigations and wakes WaitNavigation. b.mu must

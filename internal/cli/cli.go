@@ -53,6 +53,8 @@ Usage:
                                     empty a Project's tool home (its commands'
                                     installed tools and caches), stopping the
                                     commands that could write it
+  devspace admin                    print a one-time sign-in link to the Owner's
+                                    console (the running server's; 2 minutes)
   devspace doctor                   check configuration and state (reads only)
   devspace diagnostic [--output FILE]
                                     a redacted support bundle (JSON): versions,
@@ -94,6 +96,8 @@ func Main(ctx context.Context, args []string, env Env, stdio IO) int {
 		default:
 			err = usageError("usage: devspace projects list [--json] [flags] | devspace projects clear-tools LABEL [flags]")
 		}
+	case "admin":
+		err = runAdmin(ctx, rest, env, stdio)
 	case "doctor":
 		err = runDoctor(ctx, rest, env, stdio)
 	case "diagnostic":

@@ -100,6 +100,9 @@ func TestDiagnosticRedacts(t *testing.T) {
 			t.Errorf("no %s section:\n%s", section, raw)
 		}
 	}
+	if d, _ := b["disk"].(map[string]any); d["toolsMax"] != float64(env.Config.ToolsMax) || env.Config.ToolsMax == 0 {
+		t.Errorf("disk = %v, want toolsMax %d", d, env.Config.ToolsMax)
+	}
 	// The pending code's grant exists from the consent on.
 	if c, _ := b["counts"].(map[string]any); c["grantsActive"] != float64(2) {
 		t.Errorf("counts = %v, want two active grants", c)
@@ -113,6 +116,7 @@ func TestDiagnosticRedacts(t *testing.T) {
 		"redeemed authorization code": []byte(code), "pending authorization code": []byte(pending),
 		"client secret": []byte(c.Secret), "state dir": []byte(env.StateDir),
 		"alpha path": []byte(env.Roots["alpha"]), "beta path": []byte(env.Roots["beta"]),
+		"tools dir": []byte(env.Config.ToolsDir),
 	}
 	authJSON, err := os.ReadFile(filepath.Join(env.StateDir, "auth.json"))
 	if err != nil {

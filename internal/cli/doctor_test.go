@@ -249,6 +249,17 @@ func TestDoctorReportsChangedModes(t *testing.T) {
 	if code, text, _ := run(t, envOf(env), "doctor"); code == 0 || !strings.Contains(text, "✗ "+out+" has mode ----------, not 700") {
 		t.Fatalf("doctor with the output directory at mode 000: %d\n%s", code, text)
 	}
+	// The tool homes' directory (issue 34) is checked the same way.
+	tools := envOf(env)["DEVSPACE_TOOLS_DIR"]
+	if err := os.MkdirAll(tools, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, text, _ := run(t, envOf(env), "doctor"); code == 0 || !strings.Contains(text, "✗ "+tools+" has mode -rwxr-xr-x, not 700") {
+		t.Fatalf("doctor with the tools directory at mode 755: %d\n%s", code, text)
+	}
 }
 
 // TestDoctorSandbox: doctor, run as the CLI against a real state, reports

@@ -2,7 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+
+	"github.com/devspace-dev/devspace/internal/app"
 )
 
 // DiagnosticInputs returns the bundle `devspace diagnostic` builds before
@@ -12,5 +13,5 @@ func DiagnosticInputs(ctx context.Context, args []string, env Env) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(collectDiagnostic(ctx, cfg, args, env))
+	return app.DiagnosticInputs(ctx, cfg)
 }

@@ -41,6 +41,11 @@ const (
 	DefaultListen        = "127.0.0.1:7676"
 	DefaultControlListen = "127.0.0.1:7677"
 	DefaultMetricsListen = "127.0.0.1:7678"
+	DefaultAdminListen   = "127.0.0.1:7679"
+	// AdminListenOff is the DEVSPACE_ADMIN_LISTEN value that disables the
+	// Owner's console (an empty value means the default, as for every
+	// setting).
+	AdminListenOff = "off"
 
 	DefaultAccessTTL        = time.Hour
 	DefaultRefreshTTL       = 720 * time.Hour
@@ -156,6 +161,10 @@ type Config struct {
 	// MetricsListen is the Prometheus listener's host:port
 	// (DEVSPACE_METRICS_LISTEN). Default: DefaultMetricsListen.
 	MetricsListen string
+	// AdminListen is the Owner's console listener's host:port
+	// (DEVSPACE_ADMIN_LISTEN); "" when it is off (AdminListenOff).
+	// Default: DefaultAdminListen.
+	AdminListen string
 	// AllowedHosts is the Host-header allowlist of the public listener, lower
 	// case (DEVSPACE_ALLOWED_HOSTS). Default: DefaultAllowedHosts of
 	// PublicBaseURL and Listen. A configured list replaces the default.
@@ -356,6 +365,7 @@ func defaults(lookupEnv func(string) (string, bool)) *Config {
 		Listen:                    DefaultListen,
 		ControlListen:             DefaultControlListen,
 		MetricsListen:             DefaultMetricsListen,
+		AdminListen:               DefaultAdminListen,
 		OAuthScopes:               DefaultOAuthScopes(),
 		OAuthAllowedRedirectHosts: DefaultOAuthAllowedRedirectHosts(),
 		AccessTTL:                 DefaultAccessTTL,
@@ -473,6 +483,10 @@ func (c *Config) ControlIsLoopback() bool { return IsLoopbackAddr(c.ControlListe
 
 // MetricsIsLoopback reports whether MetricsListen binds a loopback address.
 func (c *Config) MetricsIsLoopback() bool { return IsLoopbackAddr(c.MetricsListen) }
+
+// AdminIsLoopback reports whether AdminListen binds a loopback address
+// (false when the console is off).
+func (c *Config) AdminIsLoopback() bool { return IsLoopbackAddr(c.AdminListen) }
 
 // ScopeEnabled reports whether scope is among OAuthScopes.
 func (c *Config) ScopeEnabled(scope string) bool {

@@ -87,6 +87,7 @@ func defaultConfig() *Config {
 		Listen:             "127.0.0.1:7676",
 		ControlListen:      "127.0.0.1:7677",
 		MetricsListen:      "127.0.0.1:7678",
+		AdminListen:        "127.0.0.1:7679",
 		AllowedHosts: []string{
 			"127.0.0.1", "127.0.0.1:7676", "localhost", "localhost:7676", "[::1]", "[::1]:7676",
 		},
@@ -170,6 +171,7 @@ func TestLoadEnv(t *testing.T) {
 		"DEVSPACE_LISTEN", "0.0.0.0:8080",
 		"DEVSPACE_CONTROL_LISTEN", "[::1]:8081",
 		"DEVSPACE_METRICS_LISTEN", "0.0.0.0:8082",
+		"DEVSPACE_ADMIN_LISTEN", "[::1]:8083",
 		"DEVSPACE_OAUTH_SCOPES", "project:read,project:write process:execute project:read",
 		"DEVSPACE_OAUTH_ALLOWED_REDIRECT_HOSTS", "ChatGPT.com, localhost",
 		"DEVSPACE_OAUTH_ACCESS_TTL", "30m",
@@ -201,6 +203,7 @@ func TestLoadEnv(t *testing.T) {
 		Listen:                    "0.0.0.0:8080",
 		ControlListen:             "[::1]:8081",
 		MetricsListen:             "0.0.0.0:8082",
+		AdminListen:               "[::1]:8083",
 		AllowedHosts:              []string{"dev.example.com", "dev.example.com:443", "localhost", "localhost:8080", "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8080"},
 		OAuthScopes:               []string{"project:read", "project:write", "process:execute"},
 		OAuthAllowedRedirectHosts: []string{"chatgpt.com", "localhost"},
@@ -445,6 +448,16 @@ func TestLoadInvalidValues(t *testing.T) {
 			name: "listeners share a port",
 			env:  with(baseEnv, "DEVSPACE_METRICS_LISTEN", "0.0.0.0:7676"),
 			want: `DEVSPACE_METRICS_LISTEN: "0.0.0.0:7676" uses the same port as DEVSPACE_LISTEN ("127.0.0.1:7676"); give each listener its own port`,
+		},
+		{
+			name: "admin listener shares a port",
+			env:  with(baseEnv, "DEVSPACE_ADMIN_LISTEN", "127.0.0.1:7677"),
+			want: `DEVSPACE_ADMIN_LISTEN: "127.0.0.1:7677" uses the same port as DEVSPACE_CONTROL_LISTEN ("127.0.0.1:7677"); give each listener its own port`,
+		},
+		{
+			name: "admin listen without port",
+			env:  with(baseEnv, "DEVSPACE_ADMIN_LISTEN", "localhost"),
+			want: `DEVSPACE_ADMIN_LISTEN: "localhost" is not a host:port address; write one such as 127.0.0.1:7676`,
 		},
 		{
 			name: "allowed host with scheme",
@@ -1129,6 +1142,21 @@ func TestWarnings(t *testing.T) {
 			want: []string{`DEVSPACE_METRICS_LISTEN: "0.0.0.0:7678" is not loopback; make sure the metrics port is firewalled and never tunnelled`},
 		},
 		{
+			name: "public console outside a container",
+			edit: func(c *Config) {
+				c.Projects = []Project{{Label: "plain", Path: plain}}
+				c.AdminListen = "0.0.0.0:7679"
+			},
+			want: []string{`DEVSPACE_ADMIN_LISTEN: "0.0.0.0:7679" is not loopback; the Owner's console answers only requests addressed to a loopback name or this host, but keep its port firewalled and never tunnel it`},
+		},
+		{
+			name: "console off is quiet",
+			edit: func(c *Config) {
+				c.Projects = []Project{{Label: "plain", Path: plain}}
+				c.AdminListen = ""
+			},
+		},
+		{
 			name: "shell commands logged",
 			edit: func(c *Config) {
 				c.Projects = []Project{{Label: "plain", Path: plain}}
@@ -1235,6 +1263,32 @@ func TestLoopbackHelpers(t *testing.T) {
 		t.Run(tt.host, func(t *testing.T) {
 			if got := IsLoopbackHost(tt.host); got != tt.want {
 				t.Errorf("IsLoopbackHost(%q) = %v, want %v", tt.host, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAdminListenOff: "off" (any case) disables the console, from the
+// variable or the flag; an empty value is the default, as for every setting.
+func TestAdminListenOff(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "default", env: baseEnv, want: DefaultAdminListen},
+		{name: "empty is the default", env: with(baseEnv, "DEVSPACE_ADMIN_LISTEN", ""), want: DefaultAdminListen},
+		{name: "off", env: with(baseEnv, "DEVSPACE_ADMIN_LISTEN", "off"), want: ""},
+		{name: "OFF flag", env: baseEnv, args: []string{"--admin-listen=OFF"}, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(tc.args, env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.AdminListen != tc.want {
+				t.Errorf("AdminListen = %q, want %q", c.AdminListen, tc.want)
 			}
 		})
 	}

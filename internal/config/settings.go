@@ -22,6 +22,7 @@ const (
 	envListen               = "DEVSPACE_LISTEN"
 	envControlListen        = "DEVSPACE_CONTROL_LISTEN"
 	envMetricsListen        = "DEVSPACE_METRICS_LISTEN"
+	envAdminListen          = "DEVSPACE_ADMIN_LISTEN"
 	envAllowedHosts         = "DEVSPACE_ALLOWED_HOSTS"
 	envOAuthScopes          = "DEVSPACE_OAUTH_SCOPES"
 	envRedirectHosts        = "DEVSPACE_OAUTH_ALLOWED_REDIRECT_HOSTS"
@@ -117,6 +118,19 @@ func settings() []setting {
 			def:   DefaultMetricsListen,
 			usage: "Prometheus /metrics listener. Never tunnel it. The container image uses 0.0.0.0:7678.",
 			parse: func(c *Config, v string) error { c.MetricsListen = v; return nil },
+		},
+		{
+			flag: "admin-listen", env: envAdminListen, arg: "HOST:PORT",
+			def:   DefaultAdminListen,
+			usage: "The Owner's console (a web page: grants, live activity, health), signed in with a link from `devspace admin`. Keep it on loopback and never tunnel it; it answers only requests addressed to a loopback name or this host, with this port. \"off\" disables it. The container image uses 0.0.0.0:7679, which compose publishes on the host's 127.0.0.1 only.",
+			parse: func(c *Config, v string) error {
+				if strings.EqualFold(v, AdminListenOff) {
+					c.AdminListen = ""
+					return nil
+				}
+				c.AdminListen = v
+				return nil
+			},
 		},
 		{
 			flag: "allowed-hosts", env: envAllowedHosts, arg: "LIST",

@@ -317,7 +317,11 @@ func (c *Config) validateListeners() []error {
 		{env: envListen, addr: c.Listen},
 		{env: envControlListen, addr: c.ControlListen},
 		{env: envMetricsListen, addr: c.MetricsListen},
+		{env: envAdminListen, addr: c.AdminListen},
 	} {
+		if l.env == envAdminListen && l.addr == "" {
+			continue // off
+		}
 		host, port, err := net.SplitHostPort(l.addr)
 		if err != nil || port == "" {
 			errs = append(errs, errorf(l.env, "%q is not a host:port address; write one such as 127.0.0.1:7676", l.addr))

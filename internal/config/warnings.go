@@ -56,6 +56,9 @@ func (c *Config) warnings(container bool) []string {
 	if !container && c.MetricsListen != "" && !c.MetricsIsLoopback() {
 		warn("%s: %q is not loopback; make sure the metrics port is firewalled and never tunnelled", envMetricsListen, c.MetricsListen)
 	}
+	if !container && c.AdminListen != "" && !c.AdminIsLoopback() {
+		warn("%s: %q is not loopback; the Owner's console answers only requests addressed to a loopback name or this host, but keep its port firewalled and never tunnel it", envAdminListen, c.AdminListen)
+	}
 	if c.CommandSandboxOff && c.ScopeEnabled(ScopeProcessExecute) {
 		warn("%s: off runs every command with the server's own rights: a command can read the state directory (auth.json, the database), every Project and other commands' environments; remove it to confine commands with Landlock", envCommandSandbox)
 	}

@@ -36,6 +36,15 @@ var ErrUnavailable = errors.New("control listener not reachable")
 // derives another control key).
 var ErrKeyRejected = errors.New("the DevSpace server there serves another state (it refused this state's control key)")
 
+// ErrConsoleOff means the Owner's console is off (DEVSPACE_ADMIN_LISTEN=off),
+// so there is no sign-in link to give.
+var ErrConsoleOff = errors.New("the Owner's console is off (DEVSPACE_ADMIN_LISTEN=off)")
+
+// ConsoleLink is a one-time sign-in link of the Owner's console.
+type ConsoleLink struct {
+	URL string `json:"url"`
+}
+
 // ProjectInfo describes one configured Project for `projects list`.
 type ProjectInfo struct {
 	Ref        string `json:"projectRef"`
@@ -129,6 +138,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			if resp.StatusCode == http.StatusUnauthorized {
 				return ErrKeyRejected
 			}
+			if resp.StatusCode == http.StatusConflict && e.Error == ErrConsoleOff.Error() {
+				return ErrConsoleOff
+			}
 			if resp.StatusCode == http.StatusNotFound {
 				return fmt.Errorf("%w: %s", oauth.ErrGrantNotFound, e.Error)
 			}
@@ -191,6 +203,16 @@ func (c *Client) RotatePassword(ctx context.Context, password string) (int, erro
 func (c *Client) Projects(ctx context.Context) ([]ProjectInfo, error) {
 	var out []ProjectInfo
 	return out, c.do(ctx, http.MethodGet, "/v1/projects", nil, &out)
+}
+
+// ConsoleLink asks the running server for a one-time sign-in link of the
+// Owner's console (2 minutes, one use). ErrConsoleOff when it is off.
+func (c *Client) ConsoleLink(ctx context.Context) (string, error) {
+	var out ConsoleLink
+	if err := c.do(ctx, http.MethodPost, "/v1/console/link", nil, &out); err != nil {
+		return "", err
+	}
+	return out.URL, nil
 }
 
 // ProjectsWithTools is Projects with each tool home's size measured

@@ -36,6 +36,9 @@ type Admin interface {
 	ListProjects(ctx context.Context) ([]control.ProjectInfo, error)
 	// ClearTools empties a Project's tool home (control.ErrProjectNotFound).
 	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
+	// ConsoleLink returns a one-time sign-in URL of the Owner's console;
+	// control.ErrConsoleOff (wrapped) when the console is off.
+	ConsoleLink(ctx context.Context) (string, error)
 }
 
 // ReadinessCheck is one named /readyz check. An Info check is reported
@@ -56,8 +59,13 @@ type Route struct {
 // Options configure the listeners.
 type Options struct {
 	PublicAddr, ControlAddr, MetricsAddr string
-	AllowedHosts                         []string
-	MaxBodyBytes                         int64
+	// ConsoleAddr is the Owner's console listener (DEVSPACE_ADMIN_LISTEN);
+	// empty means none. Console is its handler, served there and nowhere
+	// else.
+	ConsoleAddr  string
+	Console      http.Handler
+	AllowedHosts []string
+	MaxBodyBytes int64
 	// Limits bound slow and numerous clients; the zero value means the
 	// defaults (see Limits).
 	Limits     Limits
@@ -93,8 +101,9 @@ type Server struct {
 // finishes, and must not hold the server for the whole drain deadline.
 const streamGrace = 200 * time.Millisecond
 
-// listenerNames name s.servers and s.lims in order.
-var listenerNames = [...]string{"public", "control", "metrics"}
+// listenerNames name s.servers and s.lims in order (the console's only
+// when it is on).
+var listenerNames = [...]string{"public", "control", "metrics", "console"}
 
 // slowDrain is when Shutdown logs the connections it still waits for.
 const slowDrain = time.Second
@@ -114,6 +123,9 @@ func New(opts Options) *Server {
 		s.httpServer(opts.PublicAddr, s.publicEngine()),
 		s.httpServer(opts.ControlAddr, s.controlEngine()),
 		s.httpServer(opts.MetricsAddr, s.metricsEngine()),
+	}
+	if opts.ConsoleAddr != "" && opts.Console != nil {
+		s.servers = append(s.servers, s.httpServer(opts.ConsoleAddr, s.consoleEngine()))
 	}
 	return s
 }
@@ -151,6 +163,28 @@ func (s *Server) ControlHandler() http.Handler { return s.servers[1].Handler }
 
 // MetricsHandler returns the metrics engine (for httptest servers).
 func (s *Server) MetricsHandler() http.Handler { return s.servers[2].Handler }
+
+// ConsoleHandler returns the console engine (for httptest servers); nil
+// when the console is off.
+func (s *Server) ConsoleHandler() http.Handler {
+	if len(s.servers) < 4 {
+		return nil
+	}
+	return s.servers[3].Handler
+}
+
+// consoleEngine serves the Owner's console: its own checks (Host, Origin,
+// session, CSRF) are the console package's; here it gets the common
+// recovery, request ID, access log and metrics, and a body cap.
+func (s *Server) consoleEngine() *gin.Engine {
+	e := s.base("console")
+	e.Use(bodyLimit(1 << 20))
+	h := gin.WrapH(s.opts.Console)
+	e.NoRoute(h)
+	e.NoMethod(h)
+	e.HandleMethodNotAllowed = false
+	return e
+}
 
 func (s *Server) publicEngine() *gin.Engine {
 	e := s.base("public")
@@ -258,6 +292,18 @@ func (s *Server) controlEngine() *gin.Engine {
 		}
 		c.JSON(http.StatusOK, res)
 	})
+	v1.POST("/console/link", func(c *gin.Context) {
+		link, err := s.opts.Admin.ConsoleLink(c.Request.Context())
+		if errors.Is(err, control.ErrConsoleOff) {
+			c.JSON(http.StatusConflict, control.Error{Error: err.Error()})
+			return
+		}
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, control.ConsoleLink{URL: link})
+	})
 	return e
 }
 
@@ -331,11 +377,16 @@ func (s *Server) Start() error {
 			}
 		}(srv, lns[i])
 	}
-	s.log.Info("listening", "public", s.addrs[0].String(), "control", s.addrs[1].String(), "metrics", s.addrs[2].String())
+	attrs := []any{"public", s.addrs[0].String(), "control", s.addrs[1].String(), "metrics", s.addrs[2].String()}
+	if len(s.addrs) > 3 {
+		attrs = append(attrs, "console", s.addrs[3].String())
+	}
+	s.log.Info("listening", attrs...)
 	return nil
 }
 
-// Addrs returns the bound public, control and metrics addresses after Start.
+// Addrs returns the bound public, control and metrics addresses after
+// Start, then the console's when it is on.
 func (s *Server) Addrs() []net.Addr { return s.addrs }
 
 // Shutdown stops accepting, closes the connections that have not sent a

@@ -301,3 +301,7 @@ func (s *Server) ToolNames() []string {
 	}
 	return out
 }
+
+// SessionsByGrant returns how many stateful MCP sessions each grant has
+// open (the Owner's console shows it); a grant with none is absent.
+func (s *Server) SessionsByGrant() map[string]int { return s.sessions.counts() }

@@ -197,3 +197,14 @@ func (s *Server) closeSessions(ids []string) {
 		s.log.Info("closed least recently used MCP sessions of a grant over its cap", "sessions", len(victims))
 	}
 }
+
+// counts returns the number of tracked sessions per grant.
+func (t *sessionTracker) counts() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.grants))
+	for g, l := range t.grants {
+		out[g] = l.Len()
+	}
+	return out
+}

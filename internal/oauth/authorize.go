@@ -297,6 +297,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 	req := sel.req
 	switch r.PostForm.Get("decision") {
 	case "deny":
+		s.audit(r.Context(), "consent_denied", "", req.clientID, map[string]any{"client_name": req.clientName})
 		s.authorizeError(w, r, req, oauthErr(oauth2errors.ErrAccessDenied, "the owner denied the request"))
 		return
 	case "approve":
@@ -346,7 +347,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, oauthErr(oauth2errors.ErrServerError, "The authorization could not be completed. Try again."))
 		return
 	}
-	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects)})
+	s.audit(ctx, "grant_created", g.ID, req.clientID, map[string]any{"scopes": scopes, "projects": len(projects), "client_name": req.clientName})
 	s.redirectWith(w, r, req.redirectURI, req.state, url.Values{"code": {code}})
 }
 

@@ -23,6 +23,12 @@ type GrantSummary struct {
 	ExpiresAt    *time.Time     `json:"expiresAt,omitempty"`
 	RevokedAt    *time.Time     `json:"revokedAt,omitempty"`
 	RevokeReason string         `json:"revokeReason,omitempty"`
+	// RedirectHost is the host its authorization code returned to ("" when
+	// its token rows were pruned).
+	RedirectHost string `json:"redirectHost,omitempty"`
+	// LastIssuedAt is when it was last given a token (code, exchange or
+	// refresh); nil when unknown.
+	LastIssuedAt *time.Time `json:"lastIssuedAt,omitempty"`
 }
 
 // GrantProject names one Project of a grant.
@@ -38,10 +44,20 @@ func (s *Server) ListGrants(ctx context.Context, all bool) ([]GrantSummary, erro
 	if err != nil {
 		return nil, err
 	}
+	uses, err := s.opts.Store.GrantUses(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]GrantSummary, 0, len(grants))
 	for _, g := range grants {
 		gs := GrantSummary{ID: g.ID, ClientID: g.ClientID, ClientName: g.ClientName, Scopes: g.Scopes,
 			CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt, RevokedAt: g.RevokedAt, RevokeReason: g.RevokeReason}
+		if u, ok := uses[g.ID]; ok {
+			gs.RedirectHost = redirectHost(u.RedirectURI)
+			if !u.LastIssued.IsZero() {
+				gs.LastIssuedAt = &u.LastIssued
+			}
+		}
 		for _, ref := range g.ProjectIDs {
 			p := GrantProject{Ref: ref}
 			if root, ok := s.opts.Projects.Lookup(ref); ok {

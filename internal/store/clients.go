@@ -131,3 +131,21 @@ func (s *Store) CountClients(ctx context.Context) (int64, error) {
 	err := s.db.WithContext(ctx).Model(&clientRow{}).Count(&n).Error
 	return n, err
 }
+
+// RecentClients returns the n most recently registered clients, newest
+// first (none when there are none).
+func (s *Store) RecentClients(ctx context.Context, n int) ([]*Client, error) {
+	var rows []clientRow
+	if err := s.db.WithContext(ctx).Order("created_at DESC, id").Limit(n).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*Client, 0, len(rows))
+	for _, r := range rows {
+		c, err := r.toClient()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
