@@ -490,22 +490,17 @@ func commandRlimits(c commandLimits) error {
 
 // commandPriority lowers the CPU priority of the calling thread — the
 // locked one that execs the command, whose processes all inherit it — to
-// nice, and that of the launcher's new session's autogroup, which is what
-// the scheduler weighs against the server's where sessions are scheduled
-// as groups. The autogroup's is best effort: the kernel has none (no
-// CONFIG_SCHED_AUTOGROUP), or rate-limits the change without
-// CAP_SYS_ADMIN (EAGAIN: one change a tenth of a second machine-wide);
-// where autogroups are off or the server is in a CPU cgroup it weighs
-// nothing anyway.
+// nice. Its session's autogroup, which is what the scheduler weighs
+// against the server's where sessions are scheduled as groups, is the
+// supervisor's to set (groupPriority, groupNiceSet): outside the
+// command's user namespace it is not refused where the server has
+// CAP_SYS_ADMIN, and it tries again where the kernel's rate limit
+// refuses it.
 func commandPriority(nice int) error {
 	if nice <= 0 {
 		return nil
 	}
-	if err := unix.Setpriority(unix.PRIO_PROCESS, 0, nice); err != nil {
-		return err
-	}
-	_ = os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(nice)), 0)
-	return nil
+	return unix.Setpriority(unix.PRIO_PROCESS, 0, nice)
 }
 
 // commandOOMScore makes the launcher, and so its command, the kernel OOM
@@ -624,13 +619,11 @@ func (l *launcherProc) launch(spec supervisorSpec, stdin, output int) (sandboxRu
 	return r.Sandbox, -1, nil
 }
 
-// groupPriority sets the nice of the launcher's session's autogroup from
-// the supervisor, once the launcher is in a session of its own (never the
-// server's: before its setsid it shares the server's autogroup). The
-// launcher tries first (commandPriority); the supervisor is outside the
-// command's user namespace, so where the server has CAP_SYS_ADMIN (root
-// on a bare host) the kernel's rate limit does not refuse it. Elsewhere
-// the supervisor tries again while the command runs (groupNiceSet).
+// groupPriority sets the nice of the launcher's session's autogroup, once
+// the launcher is in a session of its own (never the server's: before its
+// setsid it shares the server's autogroup), just before it gets its
+// command; where that is refused or too early, the supervisor tries again
+// while the command runs (groupNiceSet).
 func (l *launcherProc) groupPriority() {
 	if l.nice > 0 {
 		setGroupNice(l.pid, l.nice)

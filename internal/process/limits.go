@@ -43,8 +43,8 @@ import (
 // (Limits.Nice, nice 10 by default): the server's own work — answering
 // every grant's calls, reading their output — comes first whatever the
 // commands do with the CPU. A launcher sets it on the thread that execs
-// the command, so every process of the command inherits it, and it and
-// its supervisor set it on the command's session's autogroup: where the kernel schedules sessions as groups
+// the command, so every process of the command inherits it, and the
+// supervisor sets it on the command's session's autogroup: where the kernel schedules sessions as groups
 // (sched_autogroup_enabled, the server outside any CPU cgroup), each
 // command's session would otherwise weigh as much as the whole server.
 // A command cannot raise it again (that needs CAP_SYS_NICE, and its /proc
