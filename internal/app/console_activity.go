@@ -38,17 +38,16 @@ func (c consoleActivity) label(ref string) string {
 }
 
 func (c consoleActivity) call(x activity.Call) console.Call {
-	return console.Call{At: x.At, Tool: x.Tool, GrantID: x.GrantID, Client: x.Client, Project: c.label(x.Project),
-		Duration: x.Duration, Code: x.Code}
+	x.Project = c.label(x.Project)
+	return x
 }
 
 func (c consoleActivity) Recent(n int) []console.Call {
 	calls := c.a.Activity().Recent(n)
-	out := make([]console.Call, len(calls))
-	for i, x := range calls {
-		out[i] = c.call(x)
+	for i := range calls {
+		calls[i] = c.call(calls[i])
 	}
-	return out
+	return calls
 }
 
 // Subscribe relays the recorder's feed; it never blocks the recorder (its
@@ -69,35 +68,18 @@ func (c consoleActivity) Subscribe(ctx context.Context) <-chan console.Call {
 	return out
 }
 
-func (c consoleActivity) Hour(now time.Time) []console.Minute {
-	hour := c.a.Activity().Hour(now)
-	out := make([]console.Minute, len(hour))
-	for i, m := range hour {
-		tools := make(map[string]console.ToolMinute, len(m.Tools))
-		for t, tm := range m.Tools {
-			tools[t] = console.ToolMinute{Calls: tm.Calls, Errors: tm.Errors, P50: tm.P50, P99: tm.P99}
-		}
-		out[i] = console.Minute{Start: m.Start, Tools: tools, Errors: m.Errors, Running: m.Running}
-	}
-	return out
-}
+func (c consoleActivity) Hour(now time.Time) []console.Minute { return c.a.Activity().Hour(now) }
 
 func (c consoleActivity) RunningCommands(ctx context.Context) ([]console.Command, error) {
 	cmds, err := c.a.RunningCommands(ctx)
-	if err != nil {
-		return nil, err
+	for i := range cmds {
+		cmds[i].Project = c.label(cmds[i].Project)
 	}
-	out := make([]console.Command, len(cmds))
-	for i, x := range cmds {
-		out[i] = console.Command{ID: x.ID, GrantID: x.GrantID, Client: x.Client, Project: c.label(x.Project),
-			CommandLine: x.CommandLine, Started: x.Started, Running: x.Running}
-	}
-	return out, nil
+	return cmds, err
 }
 
 func (c consoleActivity) CommandTail(ctx context.Context, id string, max int) (console.Output, error) {
-	o, err := c.a.CommandTail(ctx, id, max)
-	return console.Output{Tail: o.Tail, Total: o.Total, Done: o.Done}, err
+	return c.a.CommandTail(ctx, id, max)
 }
 
 func (c consoleActivity) InterruptCommand(ctx context.Context, id string) error {
@@ -106,26 +88,18 @@ func (c consoleActivity) InterruptCommand(ctx context.Context, id string) error 
 
 func (c consoleActivity) RecentPatches(ctx context.Context, n int) ([]console.Patch, error) {
 	ps, err := c.a.RecentPatches(ctx, n)
-	if err != nil {
-		return nil, err
+	for i := range ps {
+		ps[i].Project = c.label(ps[i].Project)
 	}
-	out := make([]console.Patch, len(ps))
-	for i, p := range ps {
-		out[i] = console.Patch{ID: p.ID, GrantID: p.GrantID, Project: c.label(p.Project), At: p.At, Files: p.Files, Diff: p.Diff}
-	}
-	return out, nil
+	return ps, err
 }
 
 func (c consoleActivity) UndoHistory(ctx context.Context, n int) ([]console.Undo, error) {
 	us, err := c.a.UndoHistory(ctx, n)
-	if err != nil {
-		return nil, err
+	for i := range us {
+		us[i].Project = c.label(us[i].Project)
 	}
-	out := make([]console.Undo, len(us))
-	for i, u := range us {
-		out[i] = console.Undo{ID: u.ID, GrantID: u.GrantID, Project: c.label(u.Project), At: u.At, Files: u.Files, Undone: u.Undone}
-	}
-	return out, nil
+	return us, err
 }
 
 // chartRenderer draws the console's charts with internal/charts.

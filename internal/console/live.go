@@ -4,6 +4,8 @@ import (
 	"context"
 	"html/template"
 	"time"
+
+	"github.com/devspace-dev/devspace/internal/activity"
 )
 
 // Activity is what the console needs of the activity source (the
@@ -36,54 +38,14 @@ type Series struct {
 	Points []float64
 }
 
-// Call is one finished tool call. Code is "" when it succeeded.
-type Call struct {
-	At                             time.Time
-	Tool, GrantID, Client, Project string
-	Duration                       time.Duration
-	Code                           string
-}
-
-// ToolMinute is one tool's calls in one minute.
-type ToolMinute struct {
-	Calls, Errors int
-	P50, P99      time.Duration
-}
-
-// Minute is one minute of activity.
-type Minute struct {
-	Start   time.Time
-	Tools   map[string]ToolMinute
-	Errors  map[string]int // by error code
-	Running int            // commands running at its end
-}
-
-// Command is one command a grant started; CommandLine is redacted.
-type Command struct {
-	ID, GrantID, Client, Project, CommandLine string
-	Started                                   time.Time
-	Running                                   bool
-}
-
-// Output is a command's output tail.
-type Output struct {
-	Tail  string
-	Total int64
-	Done  bool
-}
-
-// Patch is one applied patch with its diff.
-type Patch struct {
-	ID, GrantID, Project string
-	At                   time.Time
-	Files                []string
-	Diff                 string
-}
-
-// Undo is one undo snapshot of a patch.
-type Undo struct {
-	ID, GrantID, Project string
-	At                   time.Time
-	Files                []string
-	Undone               bool
-}
+// The activity source's values, as internal/activity declares them
+// (untrusted text in every string field).
+type (
+	Call       = activity.Call
+	ToolMinute = activity.ToolMinute
+	Minute     = activity.Minute
+	Command    = activity.Command
+	Output     = activity.Output
+	Patch      = activity.Patch
+	Undo       = activity.Undo
+)
