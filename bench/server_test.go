@@ -140,6 +140,7 @@ func startServer(t testing.TB, opts serverOptions) *server {
 		"DEVSPACE_LISTEN":              public,
 		"DEVSPACE_CONTROL_LISTEN":      freePort(t),
 		"DEVSPACE_METRICS_LISTEN":      metrics,
+		"DEVSPACE_ADMIN_LISTEN":        freePort(t),
 		"DEVSPACE_OAUTH_SCOPES":        opts.Scopes,
 		"DEVSPACE_OWNER_PASSWORD_FILE": pwFile,
 		"DEVSPACE_LOG_LEVEL":           "warn",

@@ -31,7 +31,8 @@ func TestCommandHelper(t *testing.T) {
 	port := freePort(t)
 	env := append(os.Environ(), "DEVSPACE_STATE_DIR="+filepath.Join(dir, "state"), "DEVSPACE_PROJECTS="+proj,
 		"DEVSPACE_LISTEN=127.0.0.1:"+port, "DEVSPACE_CONTROL_LISTEN=127.0.0.1:"+freePort(t),
-		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL=http://127.0.0.1:"+port,
+		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_ADMIN_LISTEN=127.0.0.1:"+freePort(t),
+		"DEVSPACE_PUBLIC_BASE_URL=http://127.0.0.1:"+port,
 		"DEVSPACE_LOG_LEVEL=info")
 	initCmd := exec.Command(bin, "init")
 	initCmd.Env = env

@@ -30,7 +30,8 @@ func TestBinarySignals(t *testing.T) {
 	port := freePort(t)
 	env := append(os.Environ(), "DEVSPACE_STATE_DIR="+filepath.Join(dir, "state"), "DEVSPACE_PROJECTS="+proj,
 		"DEVSPACE_LISTEN=127.0.0.1:"+port, "DEVSPACE_CONTROL_LISTEN=127.0.0.1:"+freePort(t),
-		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL=http://127.0.0.1:"+port)
+		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_ADMIN_LISTEN=127.0.0.1:"+freePort(t),
+		"DEVSPACE_PUBLIC_BASE_URL=http://127.0.0.1:"+port)
 	initCmd := exec.Command(bin, "init")
 	initCmd.Env = env
 	if out, err := initCmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Owner password") {

@@ -57,7 +57,7 @@ func TestMakeRunOwnerWalk(t *testing.T) {
 	publicURL := "http://127.0.0.1:" + port
 	xdg := t.TempDir() // where the CLI looks without DEVSPACE_STATE_DIR: empty
 	shell := cleanEnv("DEVSPACE_LISTEN=127.0.0.1:"+port, "DEVSPACE_CONTROL_LISTEN="+ctl,
-		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL="+publicURL, "XDG_DATA_HOME="+xdg)
+		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_ADMIN_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL="+publicURL, "XDG_DATA_HOME="+xdg)
 
 	var out testutil.SyncBuffer
 	mk := exec.Command("make", "--no-print-directory", "run")

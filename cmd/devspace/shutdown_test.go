@@ -95,7 +95,7 @@ func TestShutdownWithOpenStream(t *testing.T) {
 	url := "http://127.0.0.1:" + port
 	env := append(os.Environ(), "DEVSPACE_STATE_DIR="+filepath.Join(dir, "state"), "DEVSPACE_PROJECTS="+proj,
 		"DEVSPACE_LISTEN=127.0.0.1:"+port, "DEVSPACE_CONTROL_LISTEN=127.0.0.1:"+freePort(t),
-		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL="+url,
+		"DEVSPACE_METRICS_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_ADMIN_LISTEN=127.0.0.1:"+freePort(t), "DEVSPACE_PUBLIC_BASE_URL="+url,
 		"DEVSPACE_OWNER_PASSWORD_FILE="+pw, "DEVSPACE_OAUTH_SCOPES=project:read project:write process:execute")
 	initCmd := exec.Command(bin, "init")
 	initCmd.Env = env

@@ -25,7 +25,7 @@ func TestStartPrunesAfterListening(t *testing.T) {
 	testutil.Git(t, proj, "commit", "-q", "--allow-empty", "-m", "init")
 	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj,
 		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": "127.0.0.1:0", "DEVSPACE_METRICS_LISTEN": "127.0.0.1:0",
-		"HOME": t.TempDir()}
+		"DEVSPACE_ADMIN_LISTEN": "127.0.0.1:0", "HOME": t.TempDir()}
 	cfg, err := config.Load(nil, func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)

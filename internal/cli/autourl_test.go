@@ -70,6 +70,7 @@ func autoEnv(t *testing.T, metricsURL string) map[string]string {
 		"DEVSPACE_LISTEN":              freeAddr(t),
 		"DEVSPACE_CONTROL_LISTEN":      freeAddr(t),
 		"DEVSPACE_METRICS_LISTEN":      freeAddr(t),
+		"DEVSPACE_ADMIN_LISTEN":        freeAddr(t),
 		"DEVSPACE_OWNER_PASSWORD_FILE": pw,
 	}
 	if code, _, stderr := run(t, env, "init"); code != 0 {

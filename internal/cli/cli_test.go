@@ -41,7 +41,7 @@ func lookupOf(t *testing.T, env map[string]string) func(string) (string, bool) {
 func envOf(e *apptest.Env) map[string]string {
 	m := map[string]string{}
 	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_TOOLS_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL", "DEVSPACE_LISTEN",
-		"DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN"} {
+		"DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN", "DEVSPACE_ADMIN_LISTEN"} {
 		if v, ok := e.LookupEnv(k); ok {
 			m[k] = v
 		}
@@ -189,7 +189,7 @@ func TestListenersAndLimits(t *testing.T) {
 	os.Mkdir(proj, 0o755)
 	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj,
 		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": "127.0.0.1:0", "DEVSPACE_METRICS_LISTEN": "127.0.0.1:0",
-		"DEVSPACE_MAX_REQUEST_BODY": "1MiB"}
+		"DEVSPACE_ADMIN_LISTEN": "127.0.0.1:0", "DEVSPACE_MAX_REQUEST_BODY": "1MiB"}
 	if code, _, stderr := run(t, vars, "init"); code != 0 {
 		t.Fatal(stderr)
 	}

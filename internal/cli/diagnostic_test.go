@@ -206,7 +206,8 @@ func diagnosticServer(t *testing.T, metricsListen string) map[string]string {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"DEVSPACE_STATE_DIR": filepath.Join(dir, "state"), "DEVSPACE_PROJECTS": proj,
-		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": freeAddr(t), "DEVSPACE_METRICS_LISTEN": metricsListen}
+		"DEVSPACE_LISTEN": "127.0.0.1:0", "DEVSPACE_CONTROL_LISTEN": freeAddr(t), "DEVSPACE_METRICS_LISTEN": metricsListen,
+		"DEVSPACE_ADMIN_LISTEN": "127.0.0.1:0"}
 	if code, _, stderr := run(t, vars, "init"); code != 0 {
 		t.Fatal(stderr)
 	}

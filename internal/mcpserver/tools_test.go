@@ -119,7 +119,7 @@ func ownerCLI(t *testing.T, env *apptest.Env, args ...string) (int, string, stri
 	t.Helper()
 	vars := map[string]string{"HOME": t.TempDir()}
 	for _, k := range []string{"DEVSPACE_STATE_DIR", "DEVSPACE_SCRATCH_DIR", "DEVSPACE_TOOLS_DIR", "DEVSPACE_PROJECTS", "DEVSPACE_PUBLIC_BASE_URL",
-		"DEVSPACE_LISTEN", "DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN"} {
+		"DEVSPACE_LISTEN", "DEVSPACE_CONTROL_LISTEN", "DEVSPACE_METRICS_LISTEN", "DEVSPACE_ADMIN_LISTEN"} {
 		if v, ok := env.LookupEnv(k); ok {
 			vars[k] = v
 		}
