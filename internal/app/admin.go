@@ -87,11 +87,12 @@ func (a *App) toolHome(ref string) (string, bool) {
 
 // ClearTools empties the tool home of the Project labelled label: the
 // running server's commands that could write it are stopped first
-// (tools_cleared); without a server (OpenState) it is only emptied. It
-// returns control.ErrProjectNotFound for an unknown label, and an error
-// when the Project is not accessible (its tool home is found through its
-// root's fingerprint).
-func (a *App) ClearTools(_ context.Context, label string) (control.ClearToolsResult, error) {
+// (tools_cleared); without a server (OpenState) it is only emptied. The
+// CLI and the console both come here, and it is audited as tools_cleared
+// by the owner. It returns control.ErrProjectNotFound for an unknown
+// label, and an error when the Project is not accessible (its tool home
+// is found through its root's fingerprint).
+func (a *App) ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error) {
 	for _, r := range a.catalog.Roots() {
 		if r.Label != label {
 			continue
@@ -108,6 +109,8 @@ func (a *App) ClearTools(_ context.Context, label string) (control.ClearToolsRes
 		}
 		res.FreedBytes -= diskguard.Size(dir)
 		a.log.Info("tool home cleared by the Owner", "project", label, "freed_bytes", res.FreedBytes, "stopped", res.Stopped)
+		// The label is the Owner's own configuration, not a grant's text.
+		a.oauth.AuditOwner(ctx, "tools_cleared", "", map[string]any{"project": label, "freed_bytes": res.FreedBytes, "stopped": res.Stopped})
 		return res, nil
 	}
 	return control.ClearToolsResult{}, control.ErrProjectNotFound

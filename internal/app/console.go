@@ -144,11 +144,15 @@ func orDash(s string) string {
 	return s
 }
 
-// ProjectDetails lists the approved Projects with their resumable Tasks
-// and managed worktrees.
+// ProjectDetails lists the approved Projects with their resumable Tasks,
+// managed worktrees and tool homes' sizes.
 func (a *App) ProjectDetails(ctx context.Context) ([]console.ProjectDetail, error) {
+	ps, err := a.ListProjects(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []console.ProjectDetail
-	for _, p := range a.Projects() {
+	for _, p := range ps {
 		d := console.ProjectDetail{ProjectInfo: p}
 		tasks, err := a.store.ResumableTasks(ctx, p.Ref, 20)
 		if err != nil {

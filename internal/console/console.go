@@ -64,9 +64,13 @@ type Admin interface {
 	Doctor(ctx context.Context) []Finding
 	// Diagnostic returns the redacted `devspace diagnostic` bundle (JSON).
 	Diagnostic(ctx context.Context) ([]byte, error)
-	// ProjectDetails lists the approved Projects with their saved Tasks and
-	// managed worktrees.
+	// ProjectDetails lists the approved Projects with their saved Tasks,
+	// managed worktrees and the size of their tool homes.
 	ProjectDetails(ctx context.Context) ([]ProjectDetail, error)
+	// ClearTools empties the tool home of the Project labelled label, as
+	// `devspace projects clear-tools` does (control.ErrProjectNotFound for
+	// an unknown label).
+	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
 }
 
 // Connection is what the Connect page shows.

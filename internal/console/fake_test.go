@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/console"
+	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/oauth"
 	"github.com/devspace-dev/devspace/internal/store"
 	"github.com/devspace-dev/devspace/internal/testutil"
@@ -330,4 +331,8 @@ func newJar(t *testing.T) *cookiejar.Jar {
 
 func (f *fakeAdmin) RecentClients(context.Context, int) ([]*store.Client, error) {
 	return f.clients, nil
+}
+
+func (f *fakeAdmin) ClearTools(context.Context, string) (control.ClearToolsResult, error) {
+	return control.ClearToolsResult{}, control.ErrProjectNotFound
 }

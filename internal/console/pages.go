@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/oauth"
 )
 
@@ -346,7 +348,42 @@ func (c *Console) projectsPage(w http.ResponseWriter, r *http.Request, ss *sessi
 		c.failed(w, r, "Listing Projects", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "projects", view{Title: "Projects", Nav: "projects", CSRF: ss.csrf, Data: ps})
+	c.render(w, r, http.StatusOK, "projects", view{Title: "Projects", Nav: "projects", CSRF: ss.csrf, Flash: flashOf(r), Data: ps})
+}
+
+// clearTools empties a Project's tool home, the way `devspace projects
+// clear-tools` does; the box must be ticked, since its writing commands
+// are stopped with it.
+func (c *Console) clearTools(w http.ResponseWriter, r *http.Request, _ *session) {
+	if r.PostForm.Get("confirm") != "yes" {
+		back(w, r, "/projects", "Nothing cleared: the confirmation box was not ticked.")
+		return
+	}
+	res, err := c.opts.Admin.ClearTools(r.Context(), r.PostForm.Get("project"))
+	switch {
+	case err == nil:
+		back(w, r, "/projects", fmt.Sprintf("Tool home cleared: %s freed, %d command(s) stopped.", sizeOf(res.FreedBytes), res.Stopped))
+	case errors.Is(err, control.ErrProjectNotFound):
+		back(w, r, "/projects", "No Project with that label.")
+	default:
+		c.failed(w, r, "Clearing the tool home", err)
+	}
+}
+
+// sizeOf writes n bytes for a person: B, KiB, MiB or GiB, one decimal.
+func sizeOf(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB", "TiB"} {
+		if f < unit {
+			break
+		}
+		f, suffix = f/unit, s
+	}
+	return fmt.Sprintf("%.1f %s", f, suffix)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -39,6 +39,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /health/diagnostic", c.page(c.diagnostic))
 	m.HandleFunc("GET /charts", c.page(c.chartsPage))
 	m.HandleFunc("GET /projects", c.page(c.projectsPage))
+	m.HandleFunc("POST /projects/clear-tools", c.action(c.clearTools))
 	return m
 }
 

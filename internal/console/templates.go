@@ -9,7 +9,7 @@ import (
 // own "content".
 func parsePages() map[string]*template.Template {
 	pageNames := []string{"signin", "message", "connect", "grants", "revokeall", "password", "activity", "health", "charts", "projects"}
-	funcs := template.FuncMap{"join": strings.Join}
+	funcs := template.FuncMap{"join": strings.Join, "size": sizeOf}
 	layout := template.Must(template.New("layout").Funcs(funcs).ParseFS(templates, "templates/layout.html"))
 	out := make(map[string]*template.Template, len(pageNames))
 	for _, name := range pageNames {

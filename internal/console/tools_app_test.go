@@ -1,0 +1,88 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/devspace-dev/devspace/internal/apptest"
+)
+
+// TestClearToolsFromConsole: the Projects page shows the size of a
+// Project's tool home that a real command filled, and clearing it from
+// the page (behind its confirmation box) empties it for the next command,
+// through the path `devspace projects clear-tools` takes, audited as
+// tools_cleared by the owner.
+func TestClearToolsFromConsole(t *testing.T) {
+	needLandlock(t)
+	env := apptest.Start(t, apptest.Options{Env: execScopes})
+	g := openGrant(t, env, "toolsmith")
+	if sc := g.shell(`mkdir -p "$HOME/bin" && head -c 3145728 /dev/zero > "$HOME/bin/tool" && echo planted`); !strings.Contains(sc["output"].(string), "planted") {
+		t.Fatalf("plant: %v", sc)
+	}
+
+	cl := &http.Client{Jar: newJar(t), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := cl.Get(link(t, env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	page := func() string {
+		t.Helper()
+		resp, err := cl.Get(env.ConsoleURL + "/projects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	before := page()
+	if !regexp.MustCompile(`<dt>Tool home</dt><dd>3\.\d MiB`).MatchString(before) {
+		t.Fatalf("the Projects page does not show the 3 MiB tool home:\n%s", before)
+	}
+	const label = "alpha" // the Project the grant opened (its first)
+	post := func(form url.Values) string {
+		t.Helper()
+		form.Set("csrf", csrfOf(t, page()))
+		form.Set("project", label)
+		resp, err := cl.PostForm(env.ConsoleURL+"/projects/clear-tools", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("clear-tools answered %d", resp.StatusCode)
+		}
+		u, _ := url.Parse(resp.Header.Get("Location"))
+		return u.Query().Get("done")
+	}
+
+	if msg := post(url.Values{}); !strings.Contains(msg, "not ticked") {
+		t.Fatalf("without the box: %q", msg)
+	}
+	if sc := g.shell(`test -f "$HOME/bin/tool" && echo kept`); !strings.Contains(sc["output"].(string), "kept") {
+		t.Fatalf("an unconfirmed clear removed the tool: %v", sc)
+	}
+	if msg := post(url.Values{"confirm": {"yes"}}); !strings.Contains(msg, "3.0 MiB freed") {
+		t.Fatalf("confirmed clear: %q", msg)
+	}
+	if sc := g.shell(`test -e "$HOME/bin/tool" && echo still || echo gone`); !strings.Contains(sc["output"].(string), "gone") {
+		t.Fatalf("the tool survived the clear: %v", sc)
+	}
+	events, err := env.App.AuditEvents(context.Background(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events {
+		found = found || e.Kind == "tools_cleared" && strings.Contains(e.Detail, `"by":"owner"`) && strings.Contains(e.Detail, `"project":"`+label+`"`)
+	}
+	if !found {
+		t.Errorf("no tools_cleared audit event by the owner in %+v", events)
+	}
+}
