@@ -496,8 +496,16 @@ func commandRlimits(c commandLimits) error {
 // command's user namespace it is not refused where the server has
 // CAP_SYS_ADMIN, and it tries again where the kernel's rate limit
 // refuses it.
+//
+// A thread already at nice or lower priority (a server started with
+// `nice -n 19`) is left as it is: raising a priority is refused without
+// CAP_SYS_NICE, and the command would then not run at all.
 func commandPriority(nice int) error {
 	if nice <= 0 {
+		return nil
+	}
+	// The raw getpriority(2) answers 20 - nice, so that it is never negative.
+	if raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil && 20-raw >= nice {
 		return nil
 	}
 	return unix.Setpriority(unix.PRIO_PROCESS, 0, nice)

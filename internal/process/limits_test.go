@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -236,6 +237,12 @@ func TestTenantShare(t *testing.T) {
 // (where sessions are scheduled as groups, each command's would weigh as
 // much as the whole server), and the command can raise neither again.
 func TestCommandsRunBelowTheServer(t *testing.T) {
+	// A server already niced past 12 (started with `nice -n 19`, as
+	// TestCommandsRunUnderANicedServer runs this test) keeps its commands
+	// at its own nice: raising a priority is refused, and must not cost
+	// the command.
+	server := niceOf(t, os.Getpid())
+	want := max(12, server)
 	a := newAppliance(t, Options{Limits: Limits{Nice: 12}})
 	p, err := a.m.Start(context.Background(), "g", Spec{Shell: true, Dir: a.alpha, Root: a.alpha, Env: BaseEnv(os.Environ()), Timeout: 60 * time.Second,
 		Command: `sleep 30 & echo "child $!"; renice -n 0 -p $$ >/dev/null 2>&1 && echo reniced; echo 0 >/proc/self/autogroup 2>/dev/null && echo regrouped; echo tried; wait`})
@@ -255,8 +262,8 @@ func TestCommandsRunBelowTheServer(t *testing.T) {
 		}
 	}
 	for what, pid := range map[string]int{"command": p.pid, "its child": child} {
-		if got := niceOf(t, pid); got != 12 {
-			t.Errorf("%s (pid %d) runs at nice %d, want 12", what, pid, got)
+		if got := niceOf(t, pid); got != want {
+			t.Errorf("%s (pid %d) runs at nice %d, want %d", what, pid, got, want)
 		}
 		// Without CAP_SYS_ADMIN in the user namespace the launcher is
 		// rate-limited (a change a tenth of a second machine-wide); its
@@ -278,8 +285,22 @@ func TestCommandsRunBelowTheServer(t *testing.T) {
 			}
 		}
 	}
-	if got := niceOf(t, os.Getpid()); got != 0 {
-		t.Errorf("the server runs at nice %d", got)
+	if got := niceOf(t, os.Getpid()); got != server {
+		t.Errorf("the server runs at nice %d, was %d", got, server)
+	}
+}
+
+// TestCommandsRunUnderANicedServer: a server started with `nice -n 19`
+// still runs commands (at its own nice): TestCommandsRunBelowTheServer,
+// in this test binary started that way.
+func TestCommandsRunUnderANicedServer(t *testing.T) {
+	if niceOf(t, os.Getpid()) >= 19 {
+		t.Skip("this binary already runs at nice 19: TestCommandsRunBelowTheServer is the test")
+	}
+	cmd := exec.Command("nice", "-n", "19", os.Args[0], "-test.run=^TestCommandsRunBelowTheServer$", "-test.count=1", "-test.v")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestCommandsRunBelowTheServer")) {
+		t.Fatalf("TestCommandsRunBelowTheServer at nice 19: %v\n%s", err, out)
 	}
 }
 
