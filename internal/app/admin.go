@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/devspace-dev/devspace/internal/authstate"
 	"github.com/devspace-dev/devspace/internal/control"
@@ -143,4 +144,81 @@ func (a *App) RecentAudit(ctx context.Context) ([]string, error) {
 // OpenExecutions counts executions that are not closed (diagnostics, tests).
 func (a *App) OpenExecutions(ctx context.Context) (int64, error) {
 	return a.store.CountOpenExecutions(ctx)
+}
+
+// orphanTools lists the tool homes no configured Project has, and names
+// the first configured Project that is not accessible (whose tool home
+// would look orphaned: its fingerprint cannot be read). A tool home a
+// live command holds is never an orphan (a command of an execution bound
+// to a root since replaced).
+func (a *App) orphanTools() (dirs []string, unsure string, err error) {
+	known := map[string]bool{}
+	for _, p := range a.Projects() {
+		dir, ok := a.toolHome(p.Ref)
+		if !ok {
+			if unsure == "" {
+				unsure = p.Label
+			}
+			continue
+		}
+		known[dir] = true
+	}
+	if a.procs != nil {
+		for _, c := range a.procs.Commands() {
+			known[c.Tools] = true
+		}
+	}
+	all, err := process.ToolHomes(a.cfg.ToolsDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("list tool homes: %w", err)
+	}
+	for _, d := range all {
+		if !known[d] {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs, unsure, nil
+}
+
+// OrphanTools counts and measures the tool homes no configured Project
+// has (`devspace projects list`, the console's Projects page).
+func (a *App) OrphanTools(context.Context) (control.OrphanTools, error) {
+	dirs, unsure, err := a.orphanTools()
+	if err != nil {
+		return control.OrphanTools{}, err
+	}
+	out := control.OrphanTools{Count: len(dirs), Unsure: unsure}
+	for _, d := range dirs {
+		out.Bytes += diskguard.Size(d)
+	}
+	return out, nil
+}
+
+// ClearOrphanTools removes the tool homes no configured Project has
+// (`devspace projects clear-tools --orphans`, the console), audited as
+// tools_cleared by the owner. With a configured Project not accessible it
+// removes nothing: control.ErrOrphansUnsure.
+func (a *App) ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, error) {
+	dirs, unsure, err := a.orphanTools()
+	if err != nil {
+		return control.ClearToolsResult{}, err
+	}
+	if unsure != "" && len(dirs) > 0 {
+		return control.ClearToolsResult{}, fmt.Errorf("project %s: %w", unsure, control.ErrOrphansUnsure)
+	}
+	var res control.ClearToolsResult
+	for _, d := range dirs {
+		size := diskguard.Size(d)
+		process.RemoveToolHome(d)
+		if _, err := os.Lstat(d); err == nil {
+			a.log.Warn("an orphaned tool home could not be removed whole", "dir", d)
+			size -= diskguard.Size(d)
+		} else {
+			res.Removed++
+		}
+		res.FreedBytes += size
+	}
+	a.log.Info("orphaned tool homes removed by the Owner", "removed", res.Removed, "freed_bytes", res.FreedBytes)
+	a.oauth.AuditOwner(ctx, "tools_cleared", "", map[string]any{"orphans": res.Removed, "freed_bytes": res.FreedBytes})
+	return res, nil
 }

@@ -53,6 +53,9 @@ Usage:
                                     empty a Project's tool home (its commands'
                                     installed tools and caches), stopping the
                                     commands that could write it
+  devspace projects clear-tools --orphans
+                                    remove the tool homes no configured Project
+                                    has (removed Projects, replaced roots)
   devspace admin                    print a one-time sign-in link to the Owner's
                                     console (the running server's; 2 minutes)
   devspace doctor                   check configuration and state (reads only)
@@ -94,7 +97,7 @@ func Main(ctx context.Context, args []string, env Env, stdio IO) int {
 		case len(rest) > 0 && rest[0] == "clear-tools":
 			err = runClearTools(ctx, rest[1:], env, stdio)
 		default:
-			err = usageError("usage: devspace projects list [--json] [flags] | devspace projects clear-tools LABEL [flags]")
+			err = usageError("usage: devspace projects list [--json] [flags] | devspace projects clear-tools LABEL|--orphans [flags]")
 		}
 	case "admin":
 		err = runAdmin(ctx, rest, env, stdio)
@@ -354,6 +357,8 @@ type adminAPI interface {
 	RevokeAll(ctx context.Context) (int, error)
 	RotatePassword(ctx context.Context, password []byte) (int, error)
 	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
+	OrphanTools(ctx context.Context) (control.OrphanTools, error)
+	ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, error)
 }
 
 var (
@@ -375,6 +380,12 @@ func (r remoteAdmin) ListProjects(ctx context.Context) ([]control.ProjectInfo, e
 }
 func (r remoteAdmin) ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error) {
 	return r.c.ClearTools(ctx, label)
+}
+func (r remoteAdmin) OrphanTools(ctx context.Context) (control.OrphanTools, error) {
+	return r.c.OrphanTools(ctx)
+}
+func (r remoteAdmin) ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, error) {
+	return r.c.ClearOrphanTools(ctx)
 }
 func (r remoteAdmin) RotatePassword(ctx context.Context, pw []byte) (int, error) {
 	return r.c.RotatePassword(ctx, string(pw))
@@ -536,9 +547,13 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 	// The running server's Projects first: the CLI's own environment may
 	// not name them (DEVSPACE_PROJECTS is often set only for the server).
 	var projects []control.ProjectInfo
+	var orphans control.OrphanTools
 	err = withAdminNote(ctx, cfg, noteUnlessJSON(stdio, *asJSON), func(adm adminAPI) error {
 		var err error
-		projects, err = adm.ListProjects(ctx)
+		if projects, err = adm.ListProjects(ctx); err != nil {
+			return err
+		}
+		orphans, err = adm.OrphanTools(ctx)
 		return err
 	})
 	if err != nil {
@@ -561,33 +576,29 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 	for _, p := range projects {
 		tools := "-"
 		if p.ToolsBytes != nil {
-			tools = humanBytes(*p.ToolsBytes)
+			tools = control.HumanBytes(*p.ToolsBytes)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", p.Label, p.Ref, p.Path, p.Accessible, tools)
 	}
-	return tw.Flush()
-}
-
-// humanBytes renders n in the largest binary unit that keeps it at least 1.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+	if err := tw.Flush(); err != nil {
+		return err
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
+	if orphans.Count > 0 {
+		fmt.Fprintf(stdio.Stdout, "\n%d tool home(s) of no configured Project hold %s; `devspace projects clear-tools --orphans` removes them.\n",
+			orphans.Count, control.HumanBytes(orphans.Bytes))
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return nil
 }
 
 // runClearTools is `devspace projects clear-tools LABEL`: through the
 // running server (which stops the commands that could write the tool
 // home first), else on the tool directory directly.
 func runClearTools(ctx context.Context, args []string, env Env, stdio IO) error {
+	if len(args) > 0 && args[0] == "--orphans" {
+		return runClearOrphanTools(ctx, args[1:], env, stdio)
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("usage: devspace projects clear-tools LABEL")
+		return usageError("usage: devspace projects clear-tools LABEL|--orphans")
 	}
 	label, rest := args[0], args[1:]
 	cfg, err := loadConfig(rest, env)
@@ -602,7 +613,25 @@ func runClearTools(ctx context.Context, args []string, env Env, stdio IO) error 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdio.Stdout, "Cleared the tool home of %s: %s freed, %d command(s) stopped.\n", label, humanBytes(res.FreedBytes), res.Stopped)
+		fmt.Fprintf(stdio.Stdout, "Cleared the tool home of %s: %s freed, %d command(s) stopped.\n", label, control.HumanBytes(res.FreedBytes), res.Stopped)
+		return nil
+	})
+}
+
+// runClearOrphanTools is `devspace projects clear-tools --orphans`: it
+// removes the tool homes no configured Project has, through the running
+// server when there is one (its Projects are the ones that count).
+func runClearOrphanTools(ctx context.Context, args []string, env Env, stdio IO) error {
+	cfg, err := loadConfig(args, env)
+	if err != nil {
+		return err
+	}
+	return withAdmin(ctx, cfg, func(adm adminAPI) error {
+		res, err := adm.ClearOrphanTools(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdio.Stdout, "Removed %d tool home(s) of no configured Project: %s freed.\n", res.Removed, control.HumanBytes(res.FreedBytes))
 		return nil
 	})
 }

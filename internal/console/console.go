@@ -71,6 +71,12 @@ type Admin interface {
 	// `devspace projects clear-tools` does (control.ErrProjectNotFound for
 	// an unknown label).
 	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
+	// OrphanTools measures the tool homes no configured Project has, and
+	// ClearOrphanTools removes them (`devspace projects clear-tools
+	// --orphans`; control.ErrOrphansUnsure, wrapped, when a Project is not
+	// accessible).
+	OrphanTools(ctx context.Context) (control.OrphanTools, error)
+	ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, error)
 }
 
 // Connection is what the Connect page shows.

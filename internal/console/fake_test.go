@@ -336,3 +336,11 @@ func (f *fakeAdmin) RecentClients(context.Context, int) ([]*store.Client, error)
 func (f *fakeAdmin) ClearTools(context.Context, string) (control.ClearToolsResult, error) {
 	return control.ClearToolsResult{}, control.ErrProjectNotFound
 }
+
+func (f *fakeAdmin) OrphanTools(context.Context) (control.OrphanTools, error) {
+	return control.OrphanTools{}, nil
+}
+
+func (f *fakeAdmin) ClearOrphanTools(context.Context) (control.ClearToolsResult, error) {
+	return control.ClearToolsResult{}, nil
+}

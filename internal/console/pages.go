@@ -342,13 +342,23 @@ func (c *Console) diagnostic(w http.ResponseWriter, r *http.Request, _ *session)
 	_, _ = w.Write(b)
 }
 
+type projectsData struct {
+	Projects []ProjectDetail
+	Orphans  control.OrphanTools
+}
+
 func (c *Console) projectsPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	ps, err := c.opts.Admin.ProjectDetails(r.Context())
-	if err != nil {
+	var d projectsData
+	var err error
+	if d.Projects, err = c.opts.Admin.ProjectDetails(r.Context()); err != nil {
 		c.failed(w, r, "Listing Projects", err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "projects", view{Title: "Projects", Nav: "projects", CSRF: ss.csrf, Flash: flashOf(r), Data: ps})
+	if d.Orphans, err = c.opts.Admin.OrphanTools(r.Context()); err != nil {
+		c.failed(w, r, "Listing the tool homes", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "projects", view{Title: "Projects", Nav: "projects", CSRF: ss.csrf, Flash: flashOf(r), Data: d})
 }
 
 // clearTools empties a Project's tool home, the way `devspace projects
@@ -370,20 +380,25 @@ func (c *Console) clearTools(w http.ResponseWriter, r *http.Request, _ *session)
 	}
 }
 
-// sizeOf writes n bytes for a person: B, KiB, MiB or GiB, one decimal.
-func sizeOf(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+// clearOrphanTools removes the tool homes no configured Project has, as
+// `devspace projects clear-tools --orphans` does.
+func (c *Console) clearOrphanTools(w http.ResponseWriter, r *http.Request, _ *session) {
+	if r.PostForm.Get("confirm") != "yes" {
+		back(w, r, "/projects", "Nothing removed: the confirmation box was not ticked.")
+		return
 	}
-	f, suffix := float64(n)/unit, "KiB"
-	for _, s := range []string{"MiB", "GiB", "TiB"} {
-		if f < unit {
-			break
-		}
-		f, suffix = f/unit, s
+	res, err := c.opts.Admin.ClearOrphanTools(r.Context())
+	switch {
+	case err == nil:
+		back(w, r, "/projects", fmt.Sprintf("%d tool home(s) of no configured Project removed: %s freed.", res.Removed, sizeOf(res.FreedBytes)))
+	case errors.Is(err, control.ErrOrphansUnsure):
+		back(w, r, "/projects", "Nothing removed: a configured Project is not accessible, so its tool home cannot be told from an orphan's.")
+	default:
+		c.failed(w, r, "Removing the orphaned tool homes", err)
 	}
-	return fmt.Sprintf("%.1f %s", f, suffix)
 }
+
+// sizeOf writes n bytes for a person, as the CLI does.
+func sizeOf(n int64) string { return control.HumanBytes(n) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -40,6 +40,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /charts", c.page(c.chartsPage))
 	m.HandleFunc("GET /projects", c.page(c.projectsPage))
 	m.HandleFunc("POST /projects/clear-tools", c.action(c.clearTools))
+	m.HandleFunc("POST /projects/clear-orphan-tools", c.action(c.clearOrphanTools))
 	return m
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,22 +27,8 @@ func TestClearToolsFromConsole(t *testing.T) {
 		t.Fatalf("plant: %v", sc)
 	}
 
-	cl := &http.Client{Jar: newJar(t), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := cl.Get(link(t, env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	page := func() string {
-		t.Helper()
-		resp, err := cl.Get(env.ConsoleURL + "/projects")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	cl := signedIn(t, env)
+	page := func() string { return getPage(t, cl, env.ConsoleURL+"/projects") }
 	before := page()
 	if !regexp.MustCompile(`<dt>Tool home</dt><dd>3\.\d MiB`).MatchString(before) {
 		t.Fatalf("the Projects page does not show the 3 MiB tool home:\n%s", before)
@@ -85,4 +73,74 @@ func TestClearToolsFromConsole(t *testing.T) {
 	if !found {
 		t.Errorf("no tools_cleared audit event by the owner in %+v", events)
 	}
+}
+
+// TestOrphanToolsFromConsole: the Projects page tells of a tool home no
+// configured Project has and removes it behind its confirmation box, and
+// the tool home of a Project in use stays.
+func TestOrphanToolsFromConsole(t *testing.T) {
+	needLandlock(t)
+	env := apptest.Start(t, apptest.Options{Env: execScopes})
+	g := openGrant(t, env, "toolsmith")
+	if sc := g.shell(`mkdir -p "$HOME/bin" && echo tool > "$HOME/bin/tool" && echo planted`); !strings.Contains(sc["output"].(string), "planted") {
+		t.Fatalf("plant: %v", sc)
+	}
+	tools, _ := env.LookupEnv("DEVSPACE_TOOLS_DIR")
+	orphan := filepath.Join(tools, "t-00112233445566778899aabb")
+	if err := os.MkdirAll(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(orphan, "cache"), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cl := signedIn(t, env)
+	page := getPage(t, cl, env.ConsoleURL+"/projects")
+	if !strings.Contains(page, "1 tool home(s) hold 1.0 MiB") {
+		t.Fatalf("the Projects page does not tell of the orphan:\n%s", page)
+	}
+	form := url.Values{"csrf": {csrfOf(t, page)}, "confirm": {"yes"}}
+	resp, err := cl.PostForm(env.ConsoleURL+"/projects/clear-orphan-tools", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(resp.Header.Get("Location"))
+	if msg := u.Query().Get("done"); !strings.Contains(msg, "1 tool home(s) of no configured Project removed: 1.0 MiB freed.") {
+		t.Fatalf("remove: %d %q", resp.StatusCode, msg)
+	}
+	if _, err := os.Lstat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the orphan is still there: %v", err)
+	}
+	if sc := g.shell(`cat "$HOME/bin/tool"`); sc["output"] != "tool\n" {
+		t.Errorf("the Project's own tool home lost its tool: %v", sc)
+	}
+	if page := getPage(t, cl, env.ConsoleURL+"/projects"); strings.Contains(page, "no configured Project") {
+		t.Errorf("the orphans' section is still shown")
+	}
+}
+
+// signedIn is a client of env's console signed in with a one-time link;
+// it does not follow redirects.
+func signedIn(t *testing.T, env *apptest.Env) *http.Client {
+	t.Helper()
+	cl := &http.Client{Jar: newJar(t), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := cl.Get(link(t, env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return cl
+}
+
+// getPage returns the body of a GET of u.
+func getPage(t *testing.T, cl *http.Client, u string) string {
+	t.Helper()
+	resp, err := cl.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -61,10 +61,28 @@ type ProjectInfo struct {
 type ClearToolsResult struct {
 	FreedBytes int64 `json:"freedBytes"`
 	Stopped    int   `json:"stopped"`
+	// Removed counts the tool homes `clear-tools --orphans` removed.
+	Removed int `json:"removed,omitempty"`
 }
 
 // ErrProjectNotFound means no configured Project has the label asked for.
 var ErrProjectNotFound = errors.New("no Project with that label")
+
+// OrphanTools are the tool homes under DEVSPACE_TOOLS_DIR that no
+// configured Project has: a Project removed from DEVSPACE_PROJECTS, or
+// whose root directory was replaced (a new clone), left its tool home.
+type OrphanTools struct {
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
+	// Unsure names a configured Project that is not accessible: its tool
+	// home cannot be told from an orphan's, so none is removed ("" when
+	// every Project is accessible).
+	Unsure string `json:"unsure,omitempty"`
+}
+
+// ErrOrphansUnsure means orphaned tool homes were not removed because a
+// configured Project is not accessible (OrphanTools.Unsure).
+var ErrOrphansUnsure = errors.New("a configured Project is not accessible, so its tool home cannot be told from an orphan's; make it accessible or remove it from DEVSPACE_PROJECTS first")
 
 // RevokeAllResult reports how many grants an emergency action ended.
 // NotRecorded is set when the action holds in the running server but its
@@ -138,8 +156,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			if resp.StatusCode == http.StatusUnauthorized {
 				return ErrKeyRejected
 			}
-			if resp.StatusCode == http.StatusConflict && e.Error == ErrConsoleOff.Error() {
-				return ErrConsoleOff
+			if resp.StatusCode == http.StatusConflict {
+				for _, known := range []error{ErrConsoleOff, ErrOrphansUnsure} {
+					if e.Error == known.Error() {
+						return known
+					}
+				}
 			}
 			if resp.StatusCode == http.StatusNotFound {
 				return fmt.Errorf("%w: %s", oauth.ErrGrantNotFound, e.Error)
@@ -220,6 +242,34 @@ func (c *Client) ConsoleLink(ctx context.Context) (string, error) {
 func (c *Client) ProjectsWithTools(ctx context.Context) ([]ProjectInfo, error) {
 	var out []ProjectInfo
 	return out, c.do(ctx, http.MethodGet, "/v1/projects?tools=1", nil, &out)
+}
+
+// OrphanTools counts and measures the tool homes no configured Project has.
+func (c *Client) OrphanTools(ctx context.Context) (OrphanTools, error) {
+	var out OrphanTools
+	return out, c.do(ctx, http.MethodGet, "/v1/tools/orphans", nil, &out)
+}
+
+// ClearOrphanTools removes the tool homes no configured Project has;
+// ErrOrphansUnsure when a configured Project is not accessible.
+func (c *Client) ClearOrphanTools(ctx context.Context) (ClearToolsResult, error) {
+	var out ClearToolsResult
+	return out, c.do(ctx, http.MethodPost, "/v1/tools/orphans/clear", nil, &out)
+}
+
+// HumanBytes writes n bytes for a person, in the largest binary unit that
+// keeps it at least 1 ("512 B", "3.0 MiB"): the CLI and the console.
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // ClearTools empties the tool home of the Project labelled label, stopping

@@ -36,6 +36,10 @@ type Admin interface {
 	ListProjects(ctx context.Context) ([]control.ProjectInfo, error)
 	// ClearTools empties a Project's tool home (control.ErrProjectNotFound).
 	ClearTools(ctx context.Context, label string) (control.ClearToolsResult, error)
+	// OrphanTools measures the tool homes no configured Project has.
+	OrphanTools(ctx context.Context) (control.OrphanTools, error)
+	// ClearOrphanTools removes them (control.ErrOrphansUnsure, wrapped).
+	ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, error)
 	// ConsoleLink returns a one-time sign-in URL of the Owner's console;
 	// control.ErrConsoleOff (wrapped) when the console is off.
 	ConsoleLink(ctx context.Context) (string, error)
@@ -284,6 +288,26 @@ func (s *Server) controlEngine() *gin.Engine {
 		res, err := s.opts.Admin.ClearTools(c.Request.Context(), c.Param("label"))
 		if errors.Is(err, control.ErrProjectNotFound) {
 			c.JSON(http.StatusNotFound, control.Error{Error: "no Project with that label"})
+			return
+		}
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, res)
+	})
+	v1.GET("/tools/orphans", func(c *gin.Context) {
+		res, err := s.opts.Admin.OrphanTools(c.Request.Context())
+		if err != nil {
+			s.controlError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, res)
+	})
+	v1.POST("/tools/orphans/clear", func(c *gin.Context) {
+		res, err := s.opts.Admin.ClearOrphanTools(c.Request.Context())
+		if errors.Is(err, control.ErrOrphansUnsure) {
+			c.JSON(http.StatusConflict, control.Error{Error: control.ErrOrphansUnsure.Error()})
 			return
 		}
 		if err != nil {

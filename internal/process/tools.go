@@ -159,3 +159,42 @@ func EmptyToolHome(dir string) {
 	}
 	emptyDir(dir)
 }
+
+// ToolHomes lists the tool homes under base: its directories named as
+// ToolHome names them. Anything else there is not DevSpace's and is left
+// out. A missing base has none.
+func ToolHomes(base string) ([]string, error) {
+	ents, err := os.ReadDir(base)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if isToolHomeName(e.Name()) && e.Type().IsDir() {
+			out = append(out, filepath.Join(base, e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// isToolHomeName: "t-" and the 24 lowercase hex digits ToolHome writes.
+func isToolHomeName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, "t-")
+	if !ok || len(hexPart) != 24 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil && strings.ToLower(hexPart) == hexPart
+}
+
+// RemoveToolHome removes the tool home dir and what it holds (read-only
+// directories included): for a tool home no configured Project has.
+func RemoveToolHome(dir string) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	removeTree(dir)
+}
