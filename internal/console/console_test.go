@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -442,4 +443,101 @@ func TestDiagnosticDownload(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Disposition"))
 	}
+}
+
+// TestAttackStreamOutlivesSession: an event stream opened while signed in
+// ends when its session does (revoke-all or rotation, sign-out, the idle
+// timeout): otherwise a browser left signed in would go on receiving
+// every tool call and command output after the Owner ended every session.
+func TestAttackStreamOutlivesSession(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(h *harness, c *http.Client)
+	}{
+		{"every session ended", func(h *harness, _ *http.Client) { h.con.EndSessions() }},
+		{"signed out", func(h *harness, c *http.Client) {
+			_, page := h.get(c, "/grants", nil)
+			if resp, _ := h.post(c, "/signout", url.Values{"csrf": {csrfOf(t, page)}}, nil); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-out: %d", resp.StatusCode)
+			}
+		}},
+		{"idle", func(h *harness, _ *http.Client) { h.clock.Advance(console.IdleTimeout + time.Minute) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.activity.commands = []console.Command{{ID: "cmd_1", CommandLine: "tail -f log", Running: true}}
+			h.activity.tails["cmd_1"] = console.Output{Tail: "before", Total: 6}
+			c := h.signIn()
+			calls := openStream(t, c, h.srv.URL+"/activity/stream")
+			output := openStream(t, c, h.srv.URL+"/activity/output?id=cmd_1")
+			h.activity.publish(console.Call{Tool: "before_end"})
+			if ev := <-calls; !strings.Contains(ev, "before_end") && !strings.Contains(ev, "tail -f log") {
+				t.Fatalf("first event %q", ev)
+			}
+			if ev := <-output; !strings.Contains(ev, "before") {
+				t.Fatalf("first output %q", ev)
+			}
+			tc.end(h, c)
+			// What happens after the session ended must not reach the
+			// stream, which ends.
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					h.activity.publish(console.Call{Tool: "after_end"})
+					h.activity.mu.Lock()
+					h.activity.tails["cmd_1"] = console.Output{Tail: "after " + strconv.Itoa(i), Total: int64(7 + i)}
+					h.activity.mu.Unlock()
+				}
+			}()
+			for name, ch := range map[string]<-chan string{"activity": calls, "output": output} {
+				timeout := time.After(5 * time.Second)
+			read:
+				for {
+					select {
+					case ev, open := <-ch:
+						if !open {
+							break read
+						}
+						if strings.Contains(ev, "after") {
+							t.Fatalf("%s stream delivered after the session ended: %s", name, ev)
+						}
+					case <-timeout:
+						t.Fatalf("%s stream still open 5 s after the session ended", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// openStream opens an event stream and delivers each event's data line
+// until the stream ends (then closes the channel).
+func openStream(t *testing.T, c *http.Client, u string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d", u, resp.StatusCode)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				ch <- data
+			}
+		}
+	}()
+	return ch
 }

@@ -68,14 +68,19 @@ func (c *Console) page(h func(http.ResponseWriter, *http.Request, *session)) htt
 
 // stream wraps an event-stream handler: a session is required, and its
 // absence is a plain 401 (EventSource does not follow a sign-in page).
-func (c *Console) stream(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+// The handler asks alive before each event and tick, and ends the stream
+// when it says no: a stream lives as long as its session (sign-out,
+// revoke-all, rotation, the idle and absolute timeouts), not as long as
+// the browser keeps the page open. An open stream is not a use: it does
+// not hold the session off its idle timeout.
+func (c *Console) stream(h func(w http.ResponseWriter, r *http.Request, alive func() bool)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, _ := c.sessionOf(r)
+		ss, tok := c.sessionOf(r)
 		if ss == nil {
 			http.Error(w, "Sign in first.", http.StatusUnauthorized)
 			return
 		}
-		h(w, r, ss)
+		h(w, r, func() bool { return c.auth.alive(tok) })
 	}
 }
 
