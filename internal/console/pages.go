@@ -143,11 +143,11 @@ func (c *Console) revokeGrant(w http.ResponseWriter, r *http.Request, _ *session
 	err := c.opts.Admin.RevokeGrant(r.Context(), id)
 	switch {
 	case err == nil:
-		back(w, r, "/grants", "Grant revoked: its tokens no longer work and its commands were stopped.")
+		back(w, r, "/grants", "revoked")
 	case notRecorded(err):
-		back(w, r, "/grants", "Grant revoked in the running server; writing it to the database failed and is retried (a restart before then would undo it).")
+		back(w, r, "/grants", "revoked-unrecorded")
 	case errorsIsNotFound(err):
-		back(w, r, "/grants", "No active grant with that ID.")
+		back(w, r, "/grants", "no-grant")
 	default:
 		c.failed(w, r, "Revoking the grant", err)
 	}
@@ -159,7 +159,7 @@ func (c *Console) confirmRevokeAll(w http.ResponseWriter, r *http.Request, ss *s
 
 func (c *Console) revokeAll(w http.ResponseWriter, r *http.Request, _ *session) {
 	if r.PostForm.Get("confirm") != "yes" {
-		back(w, r, "/grants", "Nothing revoked: the confirmation box was not ticked.")
+		back(w, r, "/grants", "unconfirmed")
 		return
 	}
 	n, err := c.opts.Admin.RevokeAll(r.Context())
@@ -306,10 +306,10 @@ func (c *Console) interrupt(w http.ResponseWriter, r *http.Request, _ *session) 
 	}
 	if err := c.opts.Activity.InterruptCommand(r.Context(), r.PostForm.Get("command")); err != nil {
 		c.log.WarnContext(r.Context(), "console: interrupt", "err", err)
-		back(w, r, "/activity", "The command could not be interrupted (it may have ended already).")
+		back(w, r, "/activity", "not-interrupted")
 		return
 	}
-	back(w, r, "/activity", "Interrupt sent: the command gets SIGINT, then is killed if it is still running after 1 s.")
+	back(w, r, "/activity", "interrupted")
 }
 
 type healthData struct {

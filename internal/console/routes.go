@@ -121,7 +121,22 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	_, _ = w.Write(buf.Bytes())
 }
 
-// back redirects to path after an action, with a one-line message.
+// flashes are the one-line messages shown after an action, by the key
+// the redirect carries: the address names a message, it never holds one,
+// so a link written elsewhere (opened from a chat app or a terminal, which
+// the guard lets through as Sec-Fetch-Site: none) cannot put its own words
+// on a console page.
+var flashes = map[string]string{
+	"revoked":            "Grant revoked: its tokens no longer work and its commands were stopped.",
+	"revoked-unrecorded": "Grant revoked in the running server; writing it to the database failed and is retried (a restart before then would undo it).",
+	"no-grant":           "No active grant with that ID.",
+	"unconfirmed":        "Nothing revoked: the confirmation box was not ticked.",
+	"interrupted":        "Interrupt sent: the command gets SIGINT, then is killed if it is still running after 1 s.",
+	"not-interrupted":    "The command could not be interrupted (it may have ended already).",
+}
+
+// back redirects to path after an action, with the key of a message of
+// flashes ("" for none).
 func back(w http.ResponseWriter, r *http.Request, path, flash string) {
 	if flash != "" {
 		path += "?done=" + url.QueryEscape(flash)
@@ -129,14 +144,9 @@ func back(w http.ResponseWriter, r *http.Request, path, flash string) {
 	http.Redirect(w, r, path, http.StatusSeeOther)
 }
 
-// flashOf returns the message back put in the URL, bounded.
-func flashOf(r *http.Request) string {
-	f := r.URL.Query().Get("done")
-	if len(f) > 200 {
-		f = f[:200]
-	}
-	return f
-}
+// flashOf returns the message whose key back put in the URL; "" for an
+// unknown key.
+func flashOf(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
 
 // failed logs an action's error and answers with a page that does not
 // echo it.
