@@ -196,6 +196,10 @@ func TestAttackForeignHost(t *testing.T) {
 		{"compose network address", map[string]string{"Host": "172.18.0.2:" + port}, http.StatusForbidden},
 		{"tunnel name without port", map[string]string{"Host": "console.trycloudflare.com"}, http.StatusForbidden},
 		{"service name", map[string]string{"Host": "devspace:7679"}, http.StatusForbidden},
+		// A public page may send to 0.0.0.0, which reaches loopback
+		// listeners on Linux and macOS ("0.0.0.0 day").
+		{"unspecified address", map[string]string{"Host": "0.0.0.0:" + port}, http.StatusForbidden},
+		{"unspecified IPv6 address", map[string]string{"Host": "[::]:" + port}, http.StatusForbidden},
 		// A port forward may remap the port; the name decides.
 		{"forwarded port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:17679"}, http.StatusOK},
 		{"forwarded port, other origin port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:3000"}, http.StatusForbidden},
@@ -565,5 +569,27 @@ func TestAttackFlashMessage(t *testing.T) {
 	loc := resp.Header.Get("Location")
 	if _, body := h.get(c, loc, nil); !strings.Contains(body, "Grant revoked: its tokens no longer work") {
 		t.Fatalf("after a revoke (%s) the message is missing", loc)
+	}
+}
+
+// TestAttackLargeForm: a console form is read up to 64 KiB; past that the
+// action is refused before it runs, whatever the form holds.
+func TestAttackLargeForm(t *testing.T) {
+	h := newHarness(t)
+	c := h.signIn()
+	_, page := h.get(c, "/grants", nil)
+	form := url.Values{"csrf": {csrfOf(t, page)}, "grant": {"grt_1"}, "pad": {strings.Repeat("x", 100<<10)}}
+	if resp, _ := h.post(c, "/grants/revoke", form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 100 KiB form: %d, want 400", resp.StatusCode)
+	}
+	anon := h.client()
+	h.get(anon, "/signin", nil)
+	_, page = h.get(anon, "/signin", nil)
+	form = url.Values{"csrf": {csrfOf(t, page)}, "password": {"correct horse"}, "pad": {strings.Repeat("x", 100<<10)}}
+	if resp, _ := h.post(anon, "/signin", form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 100 KiB sign-in form: %d, want 400", resp.StatusCode)
+	}
+	if len(h.admin.revoked) != 0 {
+		t.Fatalf("revoked %v", h.admin.revoked)
 	}
 }
