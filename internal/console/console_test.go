@@ -380,7 +380,7 @@ func TestActions(t *testing.T) {
 			t.Errorf("bad rotation form %v: %d", form, resp.StatusCode)
 		}
 	}
-	resp, _ = h.post(c, "/owner/password", url.Values{"csrf": {tok}, "password": {"new password 1"}, "again": {"new password 1"}, "confirm": {"yes"}}, nil)
+	resp, _ = h.post(c, "/owner/password", url.Values{"csrf": {tok}, "current": {"correct horse"}, "password": {"new password 1"}, "again": {"new password 1"}, "confirm": {"yes"}}, nil)
 	if resp.StatusCode != http.StatusOK || len(h.admin.rotated) != 1 {
 		t.Fatalf("rotation: %d %v", resp.StatusCode, h.admin.rotated)
 	}
@@ -591,5 +591,40 @@ func TestAttackLargeForm(t *testing.T) {
 	}
 	if len(h.admin.revoked) != 0 {
 		t.Fatalf("revoked %v", h.admin.revoked)
+	}
+}
+
+// TestAttackStolenSessionRotates: browsers send a cookie to every port of
+// its host, so a grant's command serving a page on 127.0.0.1 that the
+// Owner opens receives the console's session cookie, and can replay it
+// from loopback with any header it likes. Rotating the Owner password
+// with it would hand the command the consent page (new grants, any
+// Projects); the rotation asks for the current password, so the cookie
+// alone cannot.
+func TestAttackStolenSessionRotates(t *testing.T) {
+	h := newHarness(t)
+	victim := h.signIn()
+	u, _ := url.Parse(h.srv.URL)
+	thief := h.client()
+	thief.Jar.SetCookies(u, victim.Jar.Cookies(u))
+	_, page := h.get(thief, "/owner/password", nil)
+	tok := csrfOf(t, page)
+	for name, current := range map[string][]string{"no current password": nil, "wrong current password": {"guess"}} {
+		form := url.Values{"csrf": {tok}, "password": {"attacker knows this"}, "again": {"attacker knows this"}, "confirm": {"yes"}, "current": current}
+		if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	if len(h.admin.rotated) != 0 {
+		t.Fatalf("rotated with a stolen session: %v", h.admin.rotated)
+	}
+	h.admin.wait = 3 * time.Second
+	form := url.Values{"csrf": {tok}, "password": {"attacker knows this"}, "again": {"attacker knows this"}, "confirm": {"yes"}, "current": {"correct horse"}}
+	if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("during the back-off: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	h.admin.wait = 0
+	if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusOK || len(h.admin.rotated) != 1 {
+		t.Fatalf("with the current password: %d %v", resp.StatusCode, h.admin.rotated)
 	}
 }

@@ -195,6 +195,9 @@ func (c *Console) rotatePassword(w http.ResponseWriter, r *http.Request, ss *ses
 		c.render(w, r, http.StatusBadRequest, "password", view{Title: "Rotate the Owner password", Nav: "grants", CSRF: ss.csrf, Error: problem})
 		return
 	}
+	if !c.currentPasswordOK(w, r, ss) {
+		return
+	}
 	n, err := c.opts.Admin.RotatePassword(r.Context(), []byte(pw))
 	if err != nil && !notRecorded(err) {
 		c.failed(w, r, "Rotating the password", err)
@@ -206,6 +209,37 @@ func (c *Console) rotatePassword(w http.ResponseWriter, r *http.Request, ss *ses
 		msg += " Writing it to disk failed and is retried; a restart before then would undo it."
 	}
 	c.render(w, r, http.StatusOK, "message", view{Title: "Password rotated", Flash: msg})
+}
+
+// currentPasswordOK checks the rotation form's current Owner password
+// (with the sign-in's back-off) and answers the form when it is not
+// right. A session cookie is no proof of the Owner: browsers send it to
+// every port of the console's host, so a page a grant's command serves on
+// 127.0.0.1 receives it; without this check that command could choose the
+// new password and approve itself on the consent page.
+func (c *Console) currentPasswordOK(w http.ResponseWriter, r *http.Request, ss *session) bool {
+	again := func(status int, msg string) {
+		c.render(w, r, status, "password", view{Title: "Rotate the Owner password", Nav: "grants", CSRF: ss.csrf, Error: msg})
+	}
+	current := r.PostForm.Get("current")
+	if current == "" {
+		again(http.StatusForbidden, "Enter the current Owner password.")
+		return false
+	}
+	ok, wait, err := c.opts.Admin.CheckOwnerPassword(r.Context(), []byte(current))
+	switch {
+	case err != nil:
+		c.log.ErrorContext(r.Context(), "console password check failed", "err", err)
+		again(http.StatusServiceUnavailable, "The current password could not be checked. Try again.")
+	case wait > 0:
+		secs := strconv.Itoa(int((wait + time.Second - 1) / time.Second))
+		w.Header().Set("Retry-After", secs)
+		again(http.StatusTooManyRequests, "Too many password attempts. Wait "+secs+" seconds and try again.")
+	case !ok:
+		c.log.WarnContext(r.Context(), "console password rotation with a wrong current password refused")
+		again(http.StatusForbidden, "The current password is wrong.")
+	}
+	return err == nil && wait <= 0 && ok
 }
 
 type activityData struct {
