@@ -317,7 +317,8 @@ func getStatus(t *testing.T, cl *http.Client, u string) int {
 
 // TestConsoleKeyboardEmergency: with the keyboard alone the Owner signs
 // in with the password, revokes every grant behind the confirmation, signs
-// in again with a link and rotates the password; each emergency action
+// in again with a link and rotates the password (the current one, then
+// the new one twice); each emergency action
 // ends the console session, and the tokens get 401.
 func TestConsoleKeyboardEmergency(t *testing.T) {
 	env := apptest.Start(t, apptest.Options{})
@@ -365,8 +366,9 @@ func TestConsoleKeyboardEmergency(t *testing.T) {
 		t.Fatal(err)
 	}
 	const fresh = "a brand new owner password"
-	tabTo(t, b, `#password`)
-	if err := chromedp.Do(b.Ctx(), chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(" ")); err != nil {
+	tabTo(t, b, `#current`)
+	if err := chromedp.Do(b.Ctx(), chromedp.KeyEvent(apptest.Password), chromedp.KeyEvent(kb.Tab),
+		chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(fresh), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(" ")); err != nil {
 		t.Fatal(err)
 	}
 	tabTo(t, b, `form button.danger`)

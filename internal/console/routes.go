@@ -70,14 +70,19 @@ func (c *Console) page(h func(http.ResponseWriter, *http.Request, *session)) htt
 
 // stream wraps an event-stream handler: a session is required, and its
 // absence is a plain 401 (EventSource does not follow a sign-in page).
-func (c *Console) stream(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+// The handler asks alive before each event and tick, and ends the stream
+// when it says no: a stream lives as long as its session (sign-out,
+// revoke-all, rotation, the idle and absolute timeouts), not as long as
+// the browser keeps the page open. An open stream is not a use: it does
+// not hold the session off its idle timeout.
+func (c *Console) stream(h func(w http.ResponseWriter, r *http.Request, alive func() bool)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss, _ := c.sessionOf(r)
+		ss, tok := c.sessionOf(r)
 		if ss == nil {
 			http.Error(w, "Sign in first.", http.StatusUnauthorized)
 			return
 		}
-		h(w, r, ss)
+		h(w, r, func() bool { return c.auth.alive(tok) })
 	}
 }
 
@@ -118,7 +123,28 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	_, _ = w.Write(buf.Bytes())
 }
 
-// back redirects to path after an action, with a one-line message.
+// flashes are the one-line messages shown after an action, by the key
+// the redirect carries: the address names a message, it never holds one,
+// so a link written elsewhere (opened from a chat app or a terminal, which
+// the guard lets through as Sec-Fetch-Site: none) cannot put its own words
+// on a console page.
+var flashes = map[string]string{
+	"revoked":             "Grant revoked: its tokens no longer work and its commands were stopped.",
+	"revoked-unrecorded":  "Grant revoked in the running server; writing it to the database failed and is retried (a restart before then would undo it).",
+	"no-grant":            "No active grant with that ID.",
+	"unconfirmed":         "Nothing revoked: the confirmation box was not ticked.",
+	"interrupted":         "Interrupt sent: the command gets SIGINT, then is killed if it is still running after 1 s.",
+	"not-interrupted":     "The command could not be interrupted (it may have ended already).",
+	"tools-cleared":       "Tool home cleared: its tools and caches were deleted, and the commands that could write it were stopped.",
+	"tools-unconfirmed":   "Nothing cleared: the confirmation box was not ticked.",
+	"no-project":          "No Project with that label.",
+	"orphans-removed":     "The tool homes of no configured Project were removed.",
+	"orphans-unconfirmed": "Nothing removed: the confirmation box was not ticked.",
+	"orphans-unsure":      "Nothing removed: a configured Project is not accessible, so its tool home cannot be told from an orphan's.",
+}
+
+// back redirects to path after an action, with the key of a message of
+// flashes ("" for none).
 func back(w http.ResponseWriter, r *http.Request, path, flash string) {
 	if flash != "" {
 		path += "?done=" + url.QueryEscape(flash)
@@ -126,14 +152,9 @@ func back(w http.ResponseWriter, r *http.Request, path, flash string) {
 	http.Redirect(w, r, path, http.StatusSeeOther)
 }
 
-// flashOf returns the message back put in the URL, bounded.
-func flashOf(r *http.Request) string {
-	f := r.URL.Query().Get("done")
-	if len(f) > 200 {
-		f = f[:200]
-	}
-	return f
-}
+// flashOf returns the message whose key back put in the URL; "" for an
+// unknown key.
+func flashOf(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
 
 // failed logs an action's error and answers with a page that does not
 // echo it.

@@ -153,6 +153,16 @@ func (s *sessions) lookup(tok string) *session {
 	return &cp
 }
 
+// alive reports whether the session of a cookie value is still open,
+// without marking it used (an event stream asks it; see Console.stream).
+func (s *sessions) alive(tok string) bool {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.live[hashOf(tok)]
+	return ss != nil && !ss.expired(now)
+}
+
 // end signs one session out.
 func (s *sessions) end(tok string) {
 	s.mu.Lock()

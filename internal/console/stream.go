@@ -40,8 +40,8 @@ func sse(w http.ResponseWriter) (send func(event string, v any) error, ok bool) 
 }
 
 // activityStream sends each tool call as it finishes ("call") and the
-// running commands every streamTick ("commands").
-func (c *Console) activityStream(w http.ResponseWriter, r *http.Request, _ *session) {
+// running commands every streamTick ("commands"), while alive.
+func (c *Console) activityStream(w http.ResponseWriter, r *http.Request, alive func() bool) {
 	a := c.opts.Activity
 	if a == nil {
 		http.Error(w, "No activity source.", http.StatusNotFound)
@@ -61,13 +61,16 @@ func (c *Console) activityStream(w http.ResponseWriter, r *http.Request, _ *sess
 		case <-ctx.Done():
 			return
 		case call, open := <-calls:
-			if !open {
+			if !open || !alive() {
 				return
 			}
 			if send("call", c.callRowOf(c.now(), call)) != nil {
 				return
 			}
 		case <-tick.C:
+			if !alive() {
+				return
+			}
 			cmds, err := a.RunningCommands(ctx)
 			if err != nil {
 				continue
@@ -86,8 +89,8 @@ func (c *Console) activityStream(w http.ResponseWriter, r *http.Request, _ *sess
 }
 
 // outputStream sends a command's output tail ("output") whenever it grew,
-// until the command is done.
-func (c *Console) outputStream(w http.ResponseWriter, r *http.Request, _ *session) {
+// until the command is done, while alive.
+func (c *Console) outputStream(w http.ResponseWriter, r *http.Request, alive func() bool) {
 	a := c.opts.Activity
 	if a == nil {
 		http.Error(w, "No activity source.", http.StatusNotFound)
@@ -118,6 +121,9 @@ func (c *Console) outputStream(w http.ResponseWriter, r *http.Request, _ *sessio
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if !alive() {
+			return
 		}
 		if out, err = a.CommandTail(ctx, id, outputTailBytes); err != nil {
 			return

@@ -50,14 +50,17 @@ func TestClearToolsFromConsole(t *testing.T) {
 		return u.Query().Get("done")
 	}
 
-	if msg := post(url.Values{}); !strings.Contains(msg, "not ticked") {
+	if msg := post(url.Values{}); msg != "tools-unconfirmed" {
 		t.Fatalf("without the box: %q", msg)
 	}
 	if sc := g.shell(`test -f "$HOME/bin/tool" && echo kept`); !strings.Contains(sc["output"].(string), "kept") {
 		t.Fatalf("an unconfirmed clear removed the tool: %v", sc)
 	}
-	if msg := post(url.Values{"confirm": {"yes"}}); !strings.Contains(msg, "3.0 MiB freed") {
+	if msg := post(url.Values{"confirm": {"yes"}}); msg != "tools-cleared" {
 		t.Fatalf("confirmed clear: %q", msg)
+	}
+	if after := getPage(t, cl, env.ConsoleURL+"/projects?done=tools-cleared"); !strings.Contains(after, "<dt>Tool home</dt><dd>0 B") || !strings.Contains(after, "Tool home cleared") {
+		t.Errorf("the page after the clear:\n%s", after)
 	}
 	if sc := g.shell(`test -e "$HOME/bin/tool" && echo still || echo gone`); !strings.Contains(sc["output"].(string), "gone") {
 		t.Fatalf("the tool survived the clear: %v", sc)
@@ -106,7 +109,7 @@ func TestOrphanToolsFromConsole(t *testing.T) {
 	}
 	resp.Body.Close()
 	u, _ := url.Parse(resp.Header.Get("Location"))
-	if msg := u.Query().Get("done"); !strings.Contains(msg, "1 tool home(s) of no configured Project removed: 1.0 MiB freed.") {
+	if msg := u.Query().Get("done"); msg != "orphans-removed" {
 		t.Fatalf("remove: %d %q", resp.StatusCode, msg)
 	}
 	if _, err := os.Lstat(orphan); !os.IsNotExist(err) {
