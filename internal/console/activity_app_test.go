@@ -86,8 +86,11 @@ func TestRealActivityInChromium(t *testing.T) {
 	g.startMarked(first, "i=0; while :; do i=$((i+1)); echo tick-$i '<b>bold</b>'; sleep 0.2; done")
 
 	b := browsertest.New(t)
-	if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(390, 900), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`)),
-		chromedp.Navigate(env.ConsoleURL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`#commands`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(390, 900), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := placeOf(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(chromedp.CSS(`#commands`))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, b, `[...document.querySelectorAll('li.command .cmdline')].some(e => e.textContent.includes('tick-$i'))`, 2*time.Second)
@@ -121,7 +124,7 @@ func TestRealActivityInChromium(t *testing.T) {
 	waitGone(t, first, "after Interrupt")
 
 	// Charts.
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/charts"), chromedp.WaitVisible(chromedp.CSS(`.chart svg`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/charts"), chromedp.WaitVisible(chromedp.CSS(`.chart svg`))); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := chromedp.Run(b.Ctx(), chromedp.Evaluate[int](`document.querySelectorAll('.chart svg').length`)); err != nil || n != 5 {
@@ -131,7 +134,7 @@ func TestRealActivityInChromium(t *testing.T) {
 	// Revoke from the Grants page: the token gets 401 and the grant's
 	// command is killed.
 	g.startMarked(second, "sleep 1000")
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/grants"), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/grants"), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
 		t.Fatal(err)
 	}
 	tabTo(t, b, `.grant button.danger`)

@@ -67,6 +67,27 @@ func tabTo(t *testing.T, b *browsertest.Browser, selector string) {
 	t.Fatalf("Tab never reached %s", selector)
 }
 
+// placeOf returns the address the browser's session's pages are under
+// (the console's URL and "/s/<place>", from where the browser is) and its
+// path alone (as the pages' links write it).
+func placeOf(t *testing.T, b *browsertest.Browser) (base, path string) {
+	t.Helper()
+	loc, err := chromedp.Run(b.Ctx(), chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(u.Path, "/", 4) // "", "s", place, rest
+	if len(parts) < 3 || parts[1] != "s" || parts[2] == "" {
+		t.Fatalf("the browser is not under a session's place: %s", loc)
+	}
+	path = "/s/" + parts[2]
+	return u.Scheme + "://" + u.Host + path, path
+}
+
 // pressEnter activates the focused element with the keyboard.
 func pressEnter(t *testing.T, b *browsertest.Browser) {
 	t.Helper()
@@ -99,9 +120,10 @@ func TestConsoleInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loc != env.ConsoleURL+"/" {
-		t.Errorf("the token stayed in the address bar: %s", loc)
+	if !strings.HasPrefix(loc, env.ConsoleURL+"/s/") || strings.Contains(loc, "token") {
+		t.Errorf("the token stayed in the address bar, or the page is not under its session's place: %s", loc)
 	}
+	base, basePath := placeOf(t, b)
 	if mcpURL != env.URL+"/mcp" {
 		t.Errorf("MCP URL %q, want %q", mcpURL, env.URL+"/mcp")
 	}
@@ -126,10 +148,10 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Still signed in (the replay did not end the session); to the Grants
 	// page and revoke, by keyboard.
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/"), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
 		t.Fatal(err)
 	}
-	tabTo(t, b, `nav a[href="/grants"]`)
+	tabTo(t, b, `nav a[href="`+basePath+`/grants"]`)
 	pressEnter(t, b)
 	if err := chromedp.Do(b.Ctx(), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
 		t.Fatal(err)
@@ -186,8 +208,9 @@ func TestConsoleLayout(t *testing.T) {
 		if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(width, 900), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
 			t.Fatal(err)
 		}
+		base, _ := placeOf(t, b)
 		for _, page := range []string{"", "grants", "activity", "health", "charts", "projects", "grants/revoke-all", "owner/password"} {
-			if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/"+page), chromedp.WaitVisible(chromedp.CSS(`main h1`))); err != nil {
+			if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/"+page), chromedp.WaitVisible(chromedp.CSS(`main h1`))); err != nil {
 				t.Fatal(err)
 			}
 			over, err := chromedp.Run(b.Ctx(), chromedp.Evaluate[int](overflow))
@@ -224,12 +247,14 @@ func TestConsoleNotOnPublicListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	cu, _ := url.Parse(env.ConsoleURL)
-	cookies := jar.Cookies(cu)
-	if resp.StatusCode != http.StatusOK || len(cookies) != 1 {
-		t.Fatalf("sign-in: %d, cookies %v", resp.StatusCode, cookies)
+	place := resp.Request.URL // where the sign-in's redirect led: the session's place
+	cookies := jar.Cookies(place)
+	if resp.StatusCode != http.StatusOK || len(cookies) != 1 || !strings.HasPrefix(place.Path, "/s/") {
+		t.Fatalf("sign-in: %d at %s, cookies %v", resp.StatusCode, place, cookies)
 	}
-	for _, path := range []string{"/signin", "/grants", "/activity", "/activity/stream", "/health", "/health/diagnostic", "/charts", "/projects", "/static/console.js"} {
+	base := strings.TrimSuffix(place.Path, "/")
+	for _, path := range []string{"/signin", "/grants", "/activity", "/activity/stream", "/health", "/health/diagnostic", "/charts", "/projects", "/static/console.js",
+		base + "/", base + "/grants", base + "/activity/stream", base + "/health/diagnostic"} {
 		req, _ := http.NewRequest(http.MethodGet, env.URL+path, nil)
 		req.AddCookie(cookies[0])
 		resp, err := http.DefaultClient.Do(req)
@@ -241,7 +266,7 @@ func TestConsoleNotOnPublicListener(t *testing.T) {
 			t.Errorf("public %s: %d, want 404", path, resp.StatusCode)
 		}
 	}
-	for _, path := range []string{"/grants/revoke", "/grants/revoke-all", "/signin"} {
+	for _, path := range []string{"/grants/revoke", "/grants/revoke-all", "/signin", base + "/grants/revoke-all"} {
 		req, _ := http.NewRequest(http.MethodPost, env.URL+path, strings.NewReader("confirm=yes"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.AddCookie(cookies[0])
@@ -293,13 +318,14 @@ func TestOwnerActionsEndConsoleSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if status := getStatus(t, cl, env.ConsoleURL+"/grants"); status != http.StatusOK {
+		base := env.ConsoleURL + strings.TrimSuffix(resp.Header.Get("Location"), "/")
+		if status := getStatus(t, cl, base+"/grants"); status != http.StatusOK {
 			t.Fatalf("%s: signed in: %d", action.name, status)
 		}
 		if err := action.do(); err != nil {
 			t.Fatal(err)
 		}
-		if status := getStatus(t, cl, env.ConsoleURL+"/grants"); status != http.StatusSeeOther {
+		if status := getStatus(t, cl, base+"/grants"); status != http.StatusSeeOther {
 			t.Errorf("%s: the console session survived: %d", action.name, status)
 		}
 	}
@@ -332,10 +358,11 @@ func TestConsoleKeyboardEmergency(t *testing.T) {
 		html, _ := chromedpHTML(b)
 		t.Fatalf("password sign-in: %v\n%s", err, html)
 	}
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(env.ConsoleURL+"/grants"), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
+	base, basePath := placeOf(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/grants"), chromedp.WaitVisible(chromedp.CSS(`.grant`))); err != nil {
 		t.Fatal(err)
 	}
-	tabTo(t, b, `a[href="/grants/revoke-all"]`)
+	tabTo(t, b, `a[href="`+basePath+`/grants/revoke-all"]`)
 	pressEnter(t, b)
 	if err := chromedp.Do(b.Ctx(), chromedp.WaitVisible(chromedp.CSS(`input[name="confirm"]`))); err != nil {
 		t.Fatal(err)
@@ -356,13 +383,16 @@ func TestConsoleKeyboardEmergency(t *testing.T) {
 	if s := mcpStatus(t, env, tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("/mcp after revoke-all from the console: %d", s)
 	}
-	if loc := navigateTo(t, b, env.ConsoleURL+"/grants"); !strings.HasSuffix(loc, "/signin") {
+	if loc := navigateTo(t, b, base+"/grants"); !strings.HasSuffix(loc, "/signin") {
 		t.Fatalf("the session outlived revoke-all: at %s", loc)
 	}
 
 	// Rotation.
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`)),
-		chromedp.Navigate(env.ConsoleURL+"/owner/password"), chromedp.WaitVisible(chromedp.CSS(`#again`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
+		t.Fatal(err)
+	}
+	base, _ = placeOf(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/owner/password"), chromedp.WaitVisible(chromedp.CSS(`#again`))); err != nil {
 		t.Fatal(err)
 	}
 	const fresh = "a brand new owner password"
@@ -380,7 +410,7 @@ func TestConsoleKeyboardEmergency(t *testing.T) {
 	if ok, _, err := env.App.CheckOwnerPassword(context.Background(), []byte(fresh)); !ok || err != nil {
 		t.Fatalf("the new password does not check: %v %v", ok, err)
 	}
-	if loc := navigateTo(t, b, env.ConsoleURL+"/grants"); !strings.HasSuffix(loc, "/signin") {
+	if loc := navigateTo(t, b, base+"/grants"); !strings.HasSuffix(loc, "/signin") {
 		t.Fatalf("the session outlived the rotation: at %s", loc)
 	}
 	if errs := b.ConsoleErrors(); len(errs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +18,9 @@ import (
 )
 
 // TestSignInLink: a link signs in once (a session cookie: HttpOnly,
-// SameSite=Strict, Path=/, no __Host- on plain http) and redirects the
-// token out of the address bar; its replay and an expired link are refused.
+// SameSite=Strict, its Path the session's place, no __Secure- on plain
+// http) and redirects the token out of the address bar to that place; its
+// replay and an expired link are refused.
 func TestSignInLink(t *testing.T) {
 	h := newHarness(t)
 	link := h.con.NewLink()
@@ -28,11 +30,13 @@ func TestSignInLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("link: %s → %q", resp.Status, resp.Header.Get("Location"))
+	place := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !regexp.MustCompile(`^/s/[A-Za-z0-9_-]{43}/$`).MatchString(place) {
+		t.Fatalf("link: %s → %q", resp.Status, place)
 	}
+	h.setBase(c, strings.TrimSuffix(place, "/"))
 	ck := resp.Header.Get("Set-Cookie")
-	for _, want := range []string{"devspace_console=", "Path=/", "HttpOnly", "SameSite=Strict"} {
+	for _, want := range []string{"devspace_console=", "Path=" + place + ";", "HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("cookie %q lacks %q", ck, want)
 		}
@@ -101,7 +105,7 @@ func TestSecurityHeaders(t *testing.T) {
 	h := newHarness(t)
 	c := h.signIn()
 	for _, path := range []string{"/", "/signin", "/grants", "/activity", "/health", "/charts", "/projects", "/static/console.css", "/nope"} {
-		req, _ := http.NewRequest(http.MethodGet, h.srv.URL+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, h.url(c, path), nil)
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +258,7 @@ func TestAttackUntrustedTextInert(t *testing.T) {
 		}
 	}
 	// The live tail is JSON for the page's script, which sets textContent.
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/activity/output?id=cmd_1", nil)
+	req, _ := http.NewRequest(http.MethodGet, h.url(c, "/activity/output?id=cmd_1"), nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -341,9 +345,10 @@ func TestPasswordSignIn(t *testing.T) {
 	_, page = h.get(c, "/signin", nil)
 	tok = csrfOf(t, page)
 	resp, _ = h.post(c, "/signin", url.Values{"password": {"correct horse"}, "csrf": {tok}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("right password: %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/s/") {
+		t.Fatalf("right password: %d → %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	h.setBase(c, strings.TrimSuffix(resp.Header.Get("Location"), "/"))
 	if status, _ := h.get(c, "/grants", nil); status != http.StatusOK {
 		t.Fatalf("after password sign-in: %d", status)
 	}
@@ -401,7 +406,7 @@ func TestActions(t *testing.T) {
 func TestActivityStream(t *testing.T) {
 	h := newHarness(t)
 	c := h.signIn()
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/activity/stream", nil)
+	req, _ := http.NewRequest(http.MethodGet, h.url(c, "/activity/stream"), nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -438,7 +443,7 @@ func TestChartsPage(t *testing.T) {
 func TestDiagnosticDownload(t *testing.T) {
 	h := newHarness(t)
 	c := h.signIn()
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/health/diagnostic", nil)
+	req, _ := http.NewRequest(http.MethodGet, h.url(c, "/health/diagnostic"), nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -472,8 +477,8 @@ func TestAttackStreamOutlivesSession(t *testing.T) {
 			h.activity.commands = []console.Command{{ID: "cmd_1", CommandLine: "tail -f log", Running: true}}
 			h.activity.tails["cmd_1"] = console.Output{Tail: "before", Total: 6}
 			c := h.signIn()
-			calls := openStream(t, c, h.srv.URL+"/activity/stream")
-			output := openStream(t, c, h.srv.URL+"/activity/output?id=cmd_1")
+			calls := openStream(t, c, h.url(c, "/activity/stream"))
+			output := openStream(t, c, h.url(c, "/activity/output?id=cmd_1"))
 			h.activity.publish(console.Call{Tool: "before_end"})
 			if ev := <-calls; !strings.Contains(ev, "before_end") && !strings.Contains(ev, "tail -f log") {
 				t.Fatalf("first event %q", ev)
@@ -604,9 +609,13 @@ func TestAttackLargeForm(t *testing.T) {
 func TestAttackStolenSessionRotates(t *testing.T) {
 	h := newHarness(t)
 	victim := h.signIn()
-	u, _ := url.Parse(h.srv.URL)
+	// The thief has the cookie and knows the session's place too (how
+	// would it? see TestAttackCookieOnAnotherPort): the rotation still asks
+	// for the current password.
+	u, _ := url.Parse(h.url(victim, "/"))
 	thief := h.client()
 	thief.Jar.SetCookies(u, victim.Jar.Cookies(u))
+	h.setBase(thief, strings.TrimSuffix(u.Path, "/"))
 	_, page := h.get(thief, "/owner/password", nil)
 	tok := csrfOf(t, page)
 	for name, current := range map[string][]string{"no current password": nil, "wrong current password": {"guess"}} {

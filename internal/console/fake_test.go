@@ -209,6 +209,9 @@ type harness struct {
 	admin    *fakeAdmin
 	activity *fakeActivity
 	clock    *testutil.Clock
+
+	mu    sync.Mutex
+	bases map[*http.Client]string // a signed-in client's place (/s/…)
 }
 
 func newHarness(t *testing.T) *harness {
@@ -242,16 +245,45 @@ func (h *harness) signIn() *http.Client {
 		h.t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+	base := strings.TrimSuffix(resp.Header.Get("Location"), "/")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(base, "/s/") || len(base) < len("/s/")+40 {
 		h.t.Fatalf("sign-in: %s → %q", resp.Status, resp.Header.Get("Location"))
 	}
+	h.setBase(c, base)
 	return c
+}
+
+// setBase records the place c's session is under.
+func (h *harness) setBase(c *http.Client, base string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bases == nil {
+		h.bases = map[*http.Client]string{}
+	}
+	h.bases[c] = base
+}
+
+// url is the address of a console path for c: a session's pages are under
+// its place, so a signed-in client's paths get its place, another's a
+// place of no session (as a guess would be); /signin, /static/ and paths
+// already under a place are the console's own.
+func (h *harness) url(c *http.Client, path string) string {
+	if strings.HasPrefix(path, "/signin") || strings.HasPrefix(path, "/static/") || strings.HasPrefix(path, "/s/") || path == "/favicon.ico" {
+		return h.srv.URL + path
+	}
+	h.mu.Lock()
+	base, ok := h.bases[c]
+	h.mu.Unlock()
+	if !ok {
+		base = "/s/no-such-place"
+	}
+	return h.srv.URL + base + path
 }
 
 // get fetches path with c and returns the status and body.
 func (h *harness) get(c *http.Client, path string, hdr map[string]string) (int, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+path, nil)
+	req, _ := http.NewRequest(http.MethodGet, h.url(c, path), nil)
 	for k, v := range hdr {
 		if k == "Host" {
 			req.Host = v
@@ -279,7 +311,7 @@ func (h *harness) get(c *http.Client, path string, hdr map[string]string) (int, 
 // post sends a form with c; hdr may set Host, Origin or Sec-Fetch-Site.
 func (h *harness) post(c *http.Client, path string, form url.Values, hdr map[string]string) (*http.Response, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, h.url(c, path), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for k, v := range hdr {
 		if k == "Host" {

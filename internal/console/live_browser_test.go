@@ -46,8 +46,11 @@ func TestLiveActivityInChromium(t *testing.T) {
 
 	b := browsertest.New(t)
 	if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(390, 900),
-		chromedp.Navigate(h.srv.URL+"/signin?token="+h.con.NewLink()), chromedp.WaitVisible(chromedp.CSS(`nav`)),
-		chromedp.Navigate(h.srv.URL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`#commands`))); err != nil {
+		chromedp.Navigate(h.srv.URL+"/signin?token="+h.con.NewLink()), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := placeOf(t, b)
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(chromedp.CSS(`#commands`))); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, b, `document.querySelector('pre[data-output="cmd_1"]').textContent.includes('step 1')`, 2*time.Second)
@@ -91,7 +94,7 @@ func TestLiveActivityInChromium(t *testing.T) {
 		t.Fatalf("interrupted %v, want cmd_2", interrupted)
 	}
 
-	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(h.srv.URL+"/charts"), chromedp.WaitVisible(chromedp.CSS(`.chart svg`))); err != nil {
+	if err := chromedp.Do(b.Ctx(), chromedp.Navigate(base+"/charts"), chromedp.WaitVisible(chromedp.CSS(`.chart svg`))); err != nil {
 		t.Fatal(err)
 	}
 	n, err := chromedp.Run(b.Ctx(), chromedp.Evaluate[int](`document.querySelectorAll('.chart svg').length`))

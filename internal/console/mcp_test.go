@@ -91,8 +91,19 @@ func TestAttackCommandReachesConsole(t *testing.T) {
 	needLandlock(t)
 	env := apptest.Start(t, apptest.Options{Env: execScopes})
 	g := openGrant(t, env, "Curious")
-	console := env.ConsoleURL
+	// The Owner is signed in; the command knows the console's address but
+	// not the session's place, so it guesses one, and tries the console's
+	// own paths too.
+	owner := &http.Client{Jar: newJar(t), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := owner.Get(link(t, env)); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the Owner's sign-in: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	console := env.ConsoleURL + "/s/guessed-place"
 	for _, tc := range []struct{ cmd, want string }{
+		{"curl -s -o /dev/null -w '%{http_code}' " + env.ConsoleURL + "/", "303"},
+		{"curl -s -o /dev/null -w '%{http_code}' " + env.ConsoleURL + "/grants", "404"},
 		{"curl -s -o /dev/null -w '%{http_code}' " + console + "/grants", "303"},
 		{"curl -s -o /dev/null -w '%{http_code}' " + console + "/activity/stream", "401"},
 		{"curl -s -o /dev/null -w '%{http_code}' " + console + "/health/diagnostic", "303"},

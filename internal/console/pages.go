@@ -170,7 +170,7 @@ func (c *Console) revokeAll(w http.ResponseWriter, r *http.Request, _ *session) 
 		return
 	}
 	// Every console session ended with it (App.RevokeAll): sign in again.
-	setSessionCookie(w, r, "", true)
+	setSessionCookie(w, r, "", baseOf(r), true)
 	msg := fmt.Sprintf("%d grant(s) revoked. Every console session ended too: sign in again with `devspace admin`.", n)
 	if err != nil {
 		msg += " Writing it to the database failed and is retried."
@@ -205,7 +205,7 @@ func (c *Console) rotatePassword(w http.ResponseWriter, r *http.Request, ss *ses
 		c.failed(w, r, "Rotating the password", err)
 		return
 	}
-	setSessionCookie(w, r, "", true)
+	setSessionCookie(w, r, "", baseOf(r), true)
 	msg := fmt.Sprintf("The Owner password was changed and %d grant(s) ended. Every console session ended too: sign in again.", n)
 	if err != nil {
 		msg += " Writing it to disk failed and is retried; a restart before then would undo it."

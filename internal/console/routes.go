@@ -2,10 +2,12 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/devspace-dev/devspace/internal/oauth"
@@ -23,6 +25,18 @@ func (c *Console) routes() *http.ServeMux {
 	})
 	m.HandleFunc("GET /signin", c.signinPage)
 	m.HandleFunc("POST /signin", c.signinPassword)
+	// The console's own address: its pages are under a session's place.
+	m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	})
+	m.Handle(placePrefix+"{place}/", c.placed(c.sessionRoutes()))
+	return m
+}
+
+// sessionRoutes are the pages, streams and actions of a session, by their
+// path under its place.
+func (c *Console) sessionRoutes() *http.ServeMux {
+	m := http.NewServeMux()
 	m.HandleFunc("POST /signout", c.action(c.signout))
 	m.HandleFunc("GET /{$}", c.page(c.connectPage))
 	m.HandleFunc("GET /grants", c.page(c.grantsPage))
@@ -44,8 +58,40 @@ func (c *Console) routes() *http.ServeMux {
 	return m
 }
 
+// placeKey carries a request's place (the session's path segment) to its
+// handler.
+type placeKey struct{}
+
+// placed serves inner with r's path under its place: /s/<place>/grants is
+// /grants, and the place rides in the context (placeOf, baseOf).
+func (c *Console) placed(inner http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		place := r.PathValue("place")
+		r2 := r.WithContext(context.WithValue(r.Context(), placeKey{}, place))
+		u := *r.URL
+		u.Path, u.RawPath = strings.TrimPrefix(r.URL.Path, placePrefix+place), ""
+		r2.URL = &u
+		inner.ServeHTTP(w, r2)
+	}
+}
+
+// placeOf is r's place ("" outside one).
+func placeOf(r *http.Request) string {
+	p, _ := r.Context().Value(placeKey{}).(string)
+	return p
+}
+
+// baseOf is the path r's session's pages are under ("" outside a place).
+func baseOf(r *http.Request) string {
+	if p := placeOf(r); p != "" {
+		return placePrefix + p
+	}
+	return ""
+}
+
 // view is what every page template gets.
 type view struct {
+	Base   string // the session's place, every link's prefix (baseOf)
 	Title  string
 	Nav    string // the active section
 	CSRF   string
@@ -113,6 +159,7 @@ func (c *Console) action(h func(http.ResponseWriter, *http.Request, *session)) h
 // as a plain 500 (nothing half-written: the page is built first).
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	var buf bytes.Buffer
+	v.Base = baseOf(r)
 	if err := c.pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
 		c.log.ErrorContext(r.Context(), "render console page", "page", name, "err", err)
 		http.Error(w, "The page could not be drawn; see the server log.", http.StatusInternalServerError)
@@ -146,6 +193,7 @@ var flashes = map[string]string{
 // back redirects to path after an action, with the key of a message of
 // flashes ("" for none).
 func back(w http.ResponseWriter, r *http.Request, path, flash string) {
+	path = baseOf(r) + path
 	if flash != "" {
 		path += "?done=" + url.QueryEscape(flash)
 	}

@@ -23,12 +23,21 @@ const (
 	maxSessions = 32
 )
 
-// Cookie names: the __Host- prefix (Secure, Path=/, no Domain) where the
-// console is reached over https; plain http on loopback cannot set Secure.
+// Cookie names: the __Secure- prefix where the console is reached over
+// https (__Host- would need Path=/, and the cookie's path is its
+// session's place); plain http on loopback cannot set Secure.
 const (
 	cookieName       = "devspace_console"
-	secureCookieName = "__Host-devspace_console"
+	secureCookieName = "__Secure-devspace_console"
 )
+
+// placePrefix starts the path of every page and action of a session: its
+// place, "/s/<random>/". The session cookie's Path is its place, and
+// browsers keep cookies by host and path, never by port: a page another
+// program serves on the same host (a dev server a grant's command
+// started on 127.0.0.1) is never under that path, so it never receives
+// the cookie to replay.
+const placePrefix = "/s/"
 
 // sessions holds sign-in links and sessions, by the SHA-256 of their
 // random values: a memory dump holds no usable token.
@@ -43,6 +52,7 @@ type sessions struct {
 // session is one signed-in browser.
 type session struct {
 	csrf     string // per session, compared in constant time
+	place    string // the random path segment of its pages (placePrefix)
 	created  time.Time
 	lastSeen time.Time
 }
@@ -97,9 +107,9 @@ func (s *sessions) useLink(tok string) bool {
 	return ok && s.now().Before(exp)
 }
 
-// start opens a session and returns its cookie value.
-func (s *sessions) start() string {
-	tok := randomToken()
+// start opens a session and returns its cookie value and its place.
+func (s *sessions) start() (tok, place string) {
+	tok, place = randomToken(), randomToken()
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,8 +124,8 @@ func (s *sessions) start() string {
 		}
 		delete(s.live, oldest)
 	}
-	s.live[hashOf(tok)] = &session{csrf: randomToken(), created: now, lastSeen: now}
-	return tok
+	s.live[hashOf(tok)] = &session{csrf: randomToken(), place: place, created: now, lastSeen: now}
+	return tok, place
 }
 
 func (s *sessions) sweepLocked(now time.Time) {
@@ -192,10 +202,11 @@ func cookieOf(r *http.Request) string {
 }
 
 // setSessionCookie hands the browser its session: HttpOnly, SameSite=Strict,
-// Path=/, and on https Secure with the __Host- prefix. It carries no
-// Max-Age: the server ends the session (idle, absolute age, rotation).
-func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, remove bool) {
-	c := &http.Cookie{Name: cookieOf(r), Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+// Path=base/ (the session's place), and on https Secure with the
+// __Secure- prefix. It carries no Max-Age: the server ends the session
+// (idle, absolute age, rotation). remove takes it back (same path).
+func setSessionCookie(w http.ResponseWriter, r *http.Request, value, base string, remove bool) {
+	c := &http.Cookie{Name: cookieOf(r), Value: value, Path: base + "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil}
 	if remove {
 		c.Value, c.MaxAge = "", -1
@@ -203,11 +214,16 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, remo
 	http.SetCookie(w, c)
 }
 
-// sessionOf returns r's session and its cookie value, or nil.
+// sessionOf returns r's session and its cookie value, or nil: the cookie
+// must name a live session whose place is the one r's path is under.
 func (c *Console) sessionOf(r *http.Request) (*session, string) {
 	ck, err := r.Cookie(cookieOf(r))
 	if err != nil {
 		return nil, ""
 	}
-	return c.auth.lookup(ck.Value), ck.Value
+	ss := c.auth.lookup(ck.Value)
+	if ss == nil || subtle.ConstantTimeCompare([]byte(ss.place), []byte(placeOf(r))) != 1 {
+		return nil, ""
+	}
+	return ss, ck.Value
 }

@@ -25,10 +25,6 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 		c.signedIn(w, r, "link")
 		return
 	}
-	if ss, _ := c.sessionOf(r); ss != nil {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
 	c.renderSignin(w, r, http.StatusOK, "")
 }
 
@@ -71,17 +67,20 @@ func (c *Console) signinPassword(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// signedIn opens a session for r's browser and sends it to the console.
+// signedIn opens a session for r's browser and sends it to the console,
+// under the session's place.
 func (c *Console) signedIn(w http.ResponseWriter, r *http.Request, via string) {
-	setSessionCookie(w, r, c.auth.start(), false)
+	tok, place := c.auth.start()
+	base := placePrefix + place
+	setSessionCookie(w, r, tok, base, false)
 	c.log.InfoContext(r.Context(), "console signed in", "via", via)
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	http.Redirect(w, r, base+"/", http.StatusSeeOther)
 }
 
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, _ *session) {
 	if _, tok := c.sessionOf(r); tok != "" {
 		c.auth.end(tok)
 	}
-	setSessionCookie(w, r, "", true)
+	setSessionCookie(w, r, "", baseOf(r), true)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }

@@ -27,8 +27,8 @@ func TestClearToolsFromConsole(t *testing.T) {
 		t.Fatalf("plant: %v", sc)
 	}
 
-	cl := signedIn(t, env)
-	page := func() string { return getPage(t, cl, env.ConsoleURL+"/projects") }
+	cl, base := signedIn(t, env)
+	page := func() string { return getPage(t, cl, base+"/projects") }
 	before := page()
 	if !regexp.MustCompile(`<dt>Tool home</dt><dd>3\.\d MiB`).MatchString(before) {
 		t.Fatalf("the Projects page does not show the 3 MiB tool home:\n%s", before)
@@ -38,7 +38,7 @@ func TestClearToolsFromConsole(t *testing.T) {
 		t.Helper()
 		form.Set("csrf", csrfOf(t, page()))
 		form.Set("project", label)
-		resp, err := cl.PostForm(env.ConsoleURL+"/projects/clear-tools", form)
+		resp, err := cl.PostForm(base+"/projects/clear-tools", form)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestClearToolsFromConsole(t *testing.T) {
 	if msg := post(url.Values{"confirm": {"yes"}}); msg != "tools-cleared" {
 		t.Fatalf("confirmed clear: %q", msg)
 	}
-	if after := getPage(t, cl, env.ConsoleURL+"/projects?done=tools-cleared"); !strings.Contains(after, "<dt>Tool home</dt><dd>0 B") || !strings.Contains(after, "Tool home cleared") {
+	if after := getPage(t, cl, base+"/projects?done=tools-cleared"); !strings.Contains(after, "<dt>Tool home</dt><dd>0 B") || !strings.Contains(after, "Tool home cleared") {
 		t.Errorf("the page after the clear:\n%s", after)
 	}
 	if sc := g.shell(`test -e "$HOME/bin/tool" && echo still || echo gone`); !strings.Contains(sc["output"].(string), "gone") {
@@ -97,13 +97,13 @@ func TestOrphanToolsFromConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl := signedIn(t, env)
-	page := getPage(t, cl, env.ConsoleURL+"/projects")
+	cl, base := signedIn(t, env)
+	page := getPage(t, cl, base+"/projects")
 	if !strings.Contains(page, "1 tool home(s) hold 1.0 MiB") {
 		t.Fatalf("the Projects page does not tell of the orphan:\n%s", page)
 	}
 	form := url.Values{"csrf": {csrfOf(t, page)}, "confirm": {"yes"}}
-	resp, err := cl.PostForm(env.ConsoleURL+"/projects/clear-orphan-tools", form)
+	resp, err := cl.PostForm(base+"/projects/clear-orphan-tools", form)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +118,15 @@ func TestOrphanToolsFromConsole(t *testing.T) {
 	if sc := g.shell(`cat "$HOME/bin/tool"`); sc["output"] != "tool\n" {
 		t.Errorf("the Project's own tool home lost its tool: %v", sc)
 	}
-	if page := getPage(t, cl, env.ConsoleURL+"/projects"); strings.Contains(page, "no configured Project") {
+	if page := getPage(t, cl, base+"/projects"); strings.Contains(page, "no configured Project") {
 		t.Errorf("the orphans' section is still shown")
 	}
 }
 
-// signedIn is a client of env's console signed in with a one-time link;
-// it does not follow redirects.
-func signedIn(t *testing.T, env *apptest.Env) *http.Client {
+// signedIn is a client of env's console signed in with a one-time link
+// (it does not follow redirects), and the address its session's pages are
+// under.
+func signedIn(t *testing.T, env *apptest.Env) (*http.Client, string) {
 	t.Helper()
 	cl := &http.Client{Jar: newJar(t), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := cl.Get(link(t, env))
@@ -133,7 +134,11 @@ func signedIn(t *testing.T, env *apptest.Env) *http.Client {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return cl
+	place := resp.Header.Get("Location")
+	if !strings.HasPrefix(place, "/s/") {
+		t.Fatalf("sign-in led to %q", place)
+	}
+	return cl, env.ConsoleURL + strings.TrimSuffix(place, "/")
 }
 
 // getPage returns the body of a GET of u.

@@ -30,12 +30,14 @@
   const calls = document.getElementById("calls");
   if (!commands || !calls || !window.EventSource) return;
   const csrf = commands.dataset.csrf;
+  // Every page and stream of a session is under its place (the body's data-base).
+  const base = document.body.dataset.base || "";
   const status = document.getElementById("live-status");
   const tails = new Map(); // command ID → EventSource of its output
 
   function follow(id, pre) {
     if (tails.has(id)) return;
-    const es = new EventSource("/activity/output?id=" + encodeURIComponent(id));
+    const es = new EventSource(base + "/activity/output?id=" + encodeURIComponent(id));
     tails.set(id, es);
     es.addEventListener("output", (ev) => {
       const o = JSON.parse(ev.data);
@@ -64,7 +66,7 @@
     li.appendChild(pre);
     const f = el("form");
     f.method = "post";
-    f.action = "/activity/interrupt";
+    f.action = base + "/activity/interrupt";
     for (const [k, v] of [["csrf", csrf], ["command", c.ID]]) {
       const i = el("input");
       i.type = "hidden"; i.name = k; i.value = v;
@@ -99,7 +101,7 @@
 
   for (const pre of document.querySelectorAll("pre.output")) follow(pre.dataset.output, pre);
 
-  const es = new EventSource("/activity/stream");
+  const es = new EventSource(base + "/activity/stream");
   es.onopen = () => { status.textContent = "Live."; };
   es.onerror = () => { status.textContent = "Live updates paused; reload the page to resume."; };
   es.addEventListener("commands", (ev) => renderCommands(JSON.parse(ev.data)));

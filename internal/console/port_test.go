@@ -1,0 +1,53 @@
+package console_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestAttackCookieOnAnotherPort: browsers keep cookies by host, not by
+// port, so a page a grant's command serves on 127.0.0.1 (a dev server the
+// Owner opens to preview the model's work) would receive the console's
+// session cookie and could replay it from loopback. The session cookie is
+// sent only under its session's own unguessable path, so a visit to any
+// other port's pages carries none.
+func TestAttackCookieOnAnotherPort(t *testing.T) {
+	h := newHarness(t)
+	owner := h.signIn()
+
+	var mu sync.Mutex
+	var seen []string
+	dev := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+": "+r.Header.Get("Cookie"))
+		mu.Unlock()
+		w.Write([]byte("a dev server"))
+	}))
+	t.Cleanup(dev.Close)
+	if !strings.HasPrefix(dev.URL, "http://127.0.0.1:") || !strings.HasPrefix(h.srv.URL, "http://127.0.0.1:") {
+		t.Fatalf("both must be on 127.0.0.1: %s %s", dev.URL, h.srv.URL)
+	}
+	// The Owner opens the dev server's pages, as a browser would, with the
+	// same cookie jar; some paths mirror the console's.
+	for _, p := range []string{"/", "/grants", "/activity/stream", "/s/", "/signin"} {
+		resp, err := owner.Get(dev.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seen {
+		if strings.Contains(s, "devspace_console") {
+			t.Errorf("the dev server on another port received the console's session cookie: %s", s)
+		}
+	}
+	// The console itself still knows its Owner.
+	if status, _ := h.get(owner, "/grants", nil); status != http.StatusOK {
+		t.Errorf("the signed-in Owner's Grants page: %d", status)
+	}
+}
