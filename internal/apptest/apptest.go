@@ -76,6 +76,7 @@ type Env struct {
 	ln       net.Listener
 	srv      *httptest.Server
 	ctl      *httptest.Server
+	ctlLn    net.Listener // the control API's, bound before the App is built
 	conLn    net.Listener // the console's, bound before the App is built
 	con      *httptest.Server
 	env      map[string]string
@@ -126,6 +127,16 @@ func Start(t testing.TB, opts Options) *Env {
 		"DEVSPACE_SCRATCH_DIR":     filepath.Join(base, "scratch"),
 		"DEVSPACE_TOOLS_DIR":       filepath.Join(base, "tools"),
 		"DEVSPACE_LOG_LEVEL":       "debug",
+	}
+	if _, set := opts.Env["DEVSPACE_CONTROL_LISTEN"]; !set {
+		// Bound first too, so the App's configuration names the real
+		// address (the doctor it runs for the console finds it there).
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ctlLn, e.ControlAddr = ln, ln.Addr().String()
+		e.env["DEVSPACE_CONTROL_LISTEN"] = e.ControlAddr
 	}
 	if _, set := opts.Env["DEVSPACE_ADMIN_LISTEN"]; !set {
 		// Bound first, so the App knows the console's real address (its
@@ -206,10 +217,15 @@ func (e *Env) start() {
 	e.srv = &httptest.Server{Listener: e.ln, Config: &http.Server{Handler: a.PublicHandler()}}
 	e.srv.Start()
 	a.StartBackground()
-	if e.ControlAddr == "" {
+	switch {
+	case e.ctlLn != nil:
+		e.ctl = &httptest.Server{Listener: e.ctlLn, Config: &http.Server{Handler: a.ControlHandler()}}
+		e.ctl.Start()
+		e.ctlLn = nil
+	case e.ControlAddr == "":
 		e.ctl = httptest.NewServer(a.ControlHandler())
 		e.ControlAddr = strings.TrimPrefix(e.ctl.URL, "http://")
-	} else {
+	default:
 		ln, err := net.Listen("tcp", e.ControlAddr)
 		if err != nil {
 			t.Fatal(err)

@@ -200,9 +200,19 @@ const overflow = `document.documentElement.scrollWidth - window.innerWidth`
 // DEVSPACE_SCREENSHOT_DIR set, the screenshots the README shows are
 // written there.
 func TestConsoleLayout(t *testing.T) {
-	env := apptest.Start(t, apptest.Options{Projects: []string{"web-frontend", "api-server-with-a-rather-long-name"}})
-	env.Grant(apptest.Approval{Projects: []string{"web-frontend", "api-server-with-a-rather-long-name"}, Scopes: []string{"project:read", "project:write"}})
 	out := os.Getenv("DEVSPACE_SCREENSHOT_DIR")
+	opts := apptest.Options{Projects: []string{"web-frontend", "api-server-with-a-rather-long-name"}}
+	if out != "" {
+		// The README's screenshots show paths a reader's install could
+		// have, not a test's temporary directory.
+		opts.Dir = filepath.Join(os.TempDir(), "devspace")
+		if err := os.RemoveAll(opts.Dir); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(opts.Dir) })
+	}
+	env := apptest.Start(t, opts)
+	env.Grant(apptest.Approval{Projects: []string{"web-frontend", "api-server-with-a-rather-long-name"}, Scopes: []string{"project:read", "project:write"}})
 	for _, width := range []int64{390, 1280} {
 		b := browsertest.New(t)
 		if err := chromedp.Do(b.Ctx(), chromedp.EmulateViewport(width, 900), chromedp.Navigate(link(t, env)), chromedp.WaitVisible(chromedp.CSS(`nav`))); err != nil {

@@ -152,3 +152,15 @@ func getPage(t *testing.T, cl *http.Client, u string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestHealthDoctorFindsItsServer: the doctor on the Health page is asked
+// by the running server, so it finds that server on its control listener
+// (bound to a port 0 here) and says it serves this state.
+func TestHealthDoctorFindsItsServer(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{})
+	cl, base := signedIn(t, env)
+	page := getPage(t, cl, base+"/health")
+	if !strings.Contains(page, "a DevSpace server answers on 127.0.0.1:") || strings.Contains(page, "no server answers") {
+		t.Errorf("the Health page's doctor does not find its own server:\n%s", page)
+	}
+}
