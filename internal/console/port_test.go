@@ -3,9 +3,13 @@ package console_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/devspace-dev/devspace/internal/console"
 )
 
 // TestAttackCookieOnAnotherPort: browsers keep cookies by host, not by
@@ -49,5 +53,34 @@ func TestAttackCookieOnAnotherPort(t *testing.T) {
 	// The console itself still knows its Owner.
 	if status, _ := h.get(owner, "/grants", nil); status != http.StatusOK {
 		t.Errorf("the signed-in Owner's Grants page: %d", status)
+	}
+}
+
+// TestAttackCookieOnAnotherPlace: a session's cookie opens only its own
+// place: presented under a guessed place, or under another session's, it
+// is no session, and does not keep its own session alive.
+func TestAttackCookieOnAnotherPlace(t *testing.T) {
+	h := newHarness(t)
+	owner, other := h.signIn(), h.signIn()
+	ownPage, _ := url.Parse(h.url(owner, "/"))
+	thief := h.client()
+	for _, ck := range owner.Jar.Cookies(ownPage) {
+		ck.Path = "/" // presented everywhere, as a replaying program would
+		thief.Jar.SetCookies(ownPage, []*http.Cookie{ck})
+	}
+	otherPlace := strings.TrimPrefix(h.url(other, ""), h.srv.URL)
+	for _, base := range []string{"/s/guessed", otherPlace} {
+		h.setBase(thief, base)
+		if status, _ := h.get(thief, "/grants", nil); status != http.StatusSeeOther {
+			t.Errorf("the owner's cookie under %s: %d, want 303 to the sign-in page", base, status)
+		}
+	}
+	h.clock.Advance(console.IdleTimeout - time.Minute)
+	for range 3 {
+		h.get(thief, "/grants", nil)
+	}
+	h.clock.Advance(2 * time.Minute)
+	if status, _ := h.get(owner, "/grants", nil); status != http.StatusSeeOther {
+		t.Errorf("requests on another place kept the owner's session alive: %d", status)
 	}
 }

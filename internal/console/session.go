@@ -140,9 +140,10 @@ func (ss *session) expired(now time.Time) bool {
 	return !now.Before(ss.lastSeen.Add(IdleTimeout)) || !now.Before(ss.created.Add(MaxSessionAge))
 }
 
-// lookup returns the live session of a cookie value and marks it used; nil
-// when there is none.
-func (s *sessions) lookup(tok string) *session {
+// lookup returns the live session of a cookie value whose place is place,
+// and marks it used; nil when there is none (a cookie asked for on another
+// place is not a use of its session).
+func (s *sessions) lookup(tok, place string) *session {
 	if tok == "" {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (s *sessions) lookup(tok string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.live[h]
-	if ss == nil {
+	if ss == nil || subtle.ConstantTimeCompare([]byte(ss.place), []byte(place)) != 1 {
 		return nil
 	}
 	if ss.expired(now) {
@@ -221,8 +222,8 @@ func (c *Console) sessionOf(r *http.Request) (*session, string) {
 	if err != nil {
 		return nil, ""
 	}
-	ss := c.auth.lookup(ck.Value)
-	if ss == nil || subtle.ConstantTimeCompare([]byte(ss.place), []byte(placeOf(r))) != 1 {
+	ss := c.auth.lookup(ck.Value, placeOf(r))
+	if ss == nil {
 		return nil, ""
 	}
 	return ss, ck.Value
