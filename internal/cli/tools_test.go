@@ -95,3 +95,33 @@ func TestClearOrphanTools(t *testing.T) {
 		t.Errorf("offline: %s left: %v", filepath.Base(third), err)
 	}
 }
+
+// TestAttackOfflineOrphansWithoutProjects: without a server, `projects
+// clear-tools --orphans` judges by the CLI's own environment, which often
+// does not name the Projects (DEVSPACE_PROJECTS set only for the server).
+// Every tool home, the configured Projects' too, would then look orphaned
+// and be removed; with no Project configured nothing is removed.
+func TestAttackOfflineOrphansWithoutProjects(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"a"}})
+	vars := envOf(env)
+	// Stands for a's tool home: to an environment that names no Project,
+	// it cannot be told from an orphan's.
+	home := filepath.Join(vars["DEVSPACE_TOOLS_DIR"], "t-0123456789abcdef01234567")
+	if err := os.MkdirAll(filepath.Join(home, "go", "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env.StopServing()
+	noProjects := map[string]string{}
+	for k, v := range vars {
+		if k != "DEVSPACE_PROJECTS" {
+			noProjects[k] = v
+		}
+	}
+	code, out, stderr := run(t, noProjects, "projects", "clear-tools", "--orphans")
+	if code != 1 || !strings.Contains(stderr, "no Project is configured") {
+		t.Errorf("offline clear-tools --orphans naming no Project: %d %q %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "go", "bin")); err != nil {
+		t.Errorf("a tool home was removed by an environment naming no Project: %v", err)
+	}
+}
