@@ -165,7 +165,9 @@ func (a *App) orphanTools() (dirs []string, unsure string, err error) {
 	}
 	if a.procs != nil {
 		for _, c := range a.procs.Commands() {
-			known[c.Tools] = true
+			// A readOnly command holds its tool home too: it runs its
+			// tools from there (Tools is only the one it may write).
+			known[c.ToolHome] = true
 		}
 	}
 	all, err := process.ToolHomes(a.cfg.ToolsDir)
