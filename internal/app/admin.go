@@ -165,7 +165,9 @@ func (a *App) orphanTools() (dirs []string, unsure string, err error) {
 	}
 	if a.procs != nil {
 		for _, c := range a.procs.Commands() {
-			known[c.Tools] = true
+			// A readOnly command holds its tool home too: it runs its
+			// tools from there (Tools is only the one it may write).
+			known[c.ToolHome] = true
 		}
 	}
 	all, err := process.ToolHomes(a.cfg.ToolsDir)
@@ -205,6 +207,14 @@ func (a *App) ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, e
 	}
 	if unsure != "" && len(dirs) > 0 {
 		return control.ClearToolsResult{}, fmt.Errorf("project %s: %w", unsure, control.ErrOrphansUnsure)
+	}
+	// With no Project configured every tool home looks orphaned: far more
+	// likely an environment that does not name the Projects (the CLI
+	// without a server, DEVSPACE_PROJECTS set only for the server) than a
+	// server that has none. Nothing is removed.
+	if len(a.Projects()) == 0 && len(dirs) > 0 {
+		return control.ClearToolsResult{}, fmt.Errorf("no Project is configured here (DEVSPACE_PROJECTS), so every tool home looks orphaned; "+
+			"run it with the server's DEVSPACE_PROJECTS: %w", control.ErrOrphansUnsure)
 	}
 	var res control.ClearToolsResult
 	for _, d := range dirs {

@@ -55,7 +55,8 @@ Usage:
                                     commands that could write it
   devspace projects clear-tools --orphans
                                     remove the tool homes no configured Project
-                                    has (removed Projects, replaced roots)
+                                    has (removed Projects, replaced roots);
+                                    the running server's Projects count
   devspace admin                    print a one-time sign-in link to the Owner's
                                     console (the running server's; 2 minutes)
   devspace doctor                   check configuration and state (reads only)
@@ -553,6 +554,9 @@ func runProjects(ctx context.Context, args []string, env Env, stdio IO) error {
 		if projects, err = adm.ListProjects(ctx); err != nil {
 			return err
 		}
+		if _, local := adm.(*app.App); local {
+			return nil // orphans are the running server's to tell (runClearOrphanTools)
+		}
 		orphans, err = adm.OrphanTools(ctx)
 		return err
 	})
@@ -620,13 +624,19 @@ func runClearTools(ctx context.Context, args []string, env Env, stdio IO) error 
 
 // runClearOrphanTools is `devspace projects clear-tools --orphans`: it
 // removes the tool homes no configured Project has, through the running
-// server when there is one (its Projects are the ones that count).
+// server only: its Projects are the ones that count. This shell's
+// DEVSPACE_PROJECTS may name only some of them (or none: it is often set
+// for the server alone), and every tool home of a Project it leaves out
+// would look orphaned.
 func runClearOrphanTools(ctx context.Context, args []string, env Env, stdio IO) error {
 	cfg, err := loadConfig(args, env)
 	if err != nil {
 		return err
 	}
 	return withAdmin(ctx, cfg, func(adm adminAPI) error {
+		if _, local := adm.(*app.App); local {
+			return fmt.Errorf("no DevSpace server answers on %s; start it and run this again: which tool homes are orphaned is the running server's Projects' say, not this shell's DEVSPACE_PROJECTS", cfg.ControlListen)
+		}
 		res, err := adm.ClearOrphanTools(ctx)
 		if err != nil {
 			return err

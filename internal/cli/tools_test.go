@@ -84,14 +84,70 @@ func TestClearOrphanTools(t *testing.T) {
 		t.Errorf("projects list after the clear: %d %q", code, out)
 	}
 
-	// Without a server: the same, on the directory.
+	// Without a server nothing is removed: this shell's DEVSPACE_PROJECTS
+	// may leave out some of the server's Projects, whose tool homes would
+	// look orphaned.
 	third := orphan("t-fedcba9876543210fedcba98")
 	env.StopServing()
 	code, out, stderr = run(t, vars, "projects", "clear-tools", "--orphans")
-	if code != 0 || !strings.Contains(out, "Removed 1 tool home(s) of no configured Project: 2.0 MiB freed.") {
+	if code != 1 || !strings.Contains(stderr, "no DevSpace server answers") {
 		t.Fatalf("offline clear-tools --orphans: %d %q %s", code, out, stderr)
 	}
-	if _, err := os.Lstat(third); !os.IsNotExist(err) {
-		t.Errorf("offline: %s left: %v", filepath.Base(third), err)
+	if _, err := os.Stat(third); err != nil {
+		t.Errorf("offline: %s removed: %v", filepath.Base(third), err)
+	}
+	if code, out, _ = run(t, vars, "projects", "list"); code != 0 || strings.Contains(out, "no configured Project") {
+		t.Errorf("offline projects list tells of orphans by this shell's Projects: %d %q", code, out)
+	}
+}
+
+// TestAttackOfflineOrphansWithoutProjects: without a server, `projects
+// clear-tools --orphans` would judge by the CLI's own environment, which
+// often does not name the Projects (DEVSPACE_PROJECTS set only for the
+// server). Every tool home, the configured Projects' too, would then look
+// orphaned and be removed; it removes nothing without the server (and the
+// App, asked with no Project configured, removes nothing either).
+func TestAttackOfflineOrphansWithoutProjects(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{"a"}})
+	vars := envOf(env)
+	// Stands for a's tool home: to an environment that names no Project,
+	// it cannot be told from an orphan's.
+	home := filepath.Join(vars["DEVSPACE_TOOLS_DIR"], "t-0123456789abcdef01234567")
+	if err := os.MkdirAll(filepath.Join(home, "go", "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env.StopServing()
+	noProjects := map[string]string{}
+	for k, v := range vars {
+		if k != "DEVSPACE_PROJECTS" {
+			noProjects[k] = v
+		}
+	}
+	code, out, stderr := run(t, noProjects, "projects", "clear-tools", "--orphans")
+	if code != 1 || !strings.Contains(stderr, "no DevSpace server answers") {
+		t.Errorf("offline clear-tools --orphans naming no Project: %d %q %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "go", "bin")); err != nil {
+		t.Errorf("a tool home was removed by an environment naming no Project: %v", err)
+	}
+}
+
+// TestOrphansOfAServerWithoutProjects: a server that serves no Project
+// (DEVSPACE_PROJECTS empty) removes no tool home either: every one would
+// look orphaned, and a Project list emptied by mistake must not cost every
+// Project its toolchains.
+func TestOrphansOfAServerWithoutProjects(t *testing.T) {
+	env := apptest.Start(t, apptest.Options{Projects: []string{}})
+	vars := envOf(env)
+	home := filepath.Join(vars["DEVSPACE_TOOLS_DIR"], "t-0123456789abcdef01234567")
+	if err := os.MkdirAll(filepath.Join(home, "go", "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, vars, "projects", "clear-tools", "--orphans")
+	if code != 1 || !strings.Contains(stderr, "cannot be told from an orphan's") {
+		t.Errorf("clear-tools --orphans on a server without Projects: %d %q %s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(home, "go", "bin")); err != nil {
+		t.Errorf("a tool home was removed by a server without Projects: %v", err)
 	}
 }

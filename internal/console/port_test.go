@@ -84,3 +84,55 @@ func TestAttackCookieOnAnotherPlace(t *testing.T) {
 		t.Errorf("requests on another place kept the owner's session alive: %d", status)
 	}
 }
+
+// TestAttackCookieAtAnotherPlace: a session's cookie value, replayed by
+// whoever got it, works only under its own session's place: under another
+// live session's place or a guessed one it gets no page, no stream and
+// no action.
+func TestAttackCookieAtAnotherPlace(t *testing.T) {
+	h := newHarness(t)
+	victim, other := h.signIn(), h.signIn()
+	u, _ := url.Parse(h.url(victim, "/"))
+	var stolen string
+	for _, c := range victim.Jar.Cookies(u) {
+		if c.Name == "devspace_console" {
+			stolen = c.Value
+		}
+	}
+	if stolen == "" {
+		t.Fatal("no session cookie")
+	}
+	csrf := csrfOf(t, func() string { _, p := h.get(victim, "/grants/revoke-all", nil); return p }())
+	for _, base := range []string{h.bases[other], "/s/guessed-place"} {
+		for _, tc := range []struct {
+			method, path string
+			want         int
+		}{
+			{http.MethodGet, "/grants", http.StatusSeeOther},
+			{http.MethodGet, "/health/diagnostic", http.StatusSeeOther},
+			{http.MethodGet, "/activity/stream", http.StatusUnauthorized},
+			{http.MethodPost, "/grants/revoke-all", http.StatusUnauthorized},
+		} {
+			form := url.Values{"csrf": {csrf}, "confirm": {"yes"}}
+			req, _ := http.NewRequest(tc.method, h.srv.URL+base+tc.path, strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Cookie", "devspace_console="+stolen)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("%s %s with the victim's cookie: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+			}
+		}
+	}
+	if status, _ := h.get(victim, "/grants", nil); status != http.StatusOK {
+		t.Errorf("the victim's own Grants page: %d", status)
+	}
+	h.admin.mu.Lock()
+	defer h.admin.mu.Unlock()
+	if len(h.admin.grants) == 0 {
+		t.Error("revoke-all ran under another place")
+	}
+}

@@ -164,3 +164,47 @@ func TestHealthDoctorFindsItsServer(t *testing.T) {
 		t.Errorf("the Health page's doctor does not find its own server:\n%s", page)
 	}
 }
+
+// TestAttackOrphanHeldByReadOnlyCommand: a readOnly command runs its
+// Project's tools from the tool home (read and execute) as a write
+// command does. When the Project's root is replaced under it (a fresh
+// clone), its tool home is no configured Project's, but a live command
+// still holds it: removing the orphans keeps it.
+func TestAttackOrphanHeldByReadOnlyCommand(t *testing.T) {
+	needLandlock(t)
+	env := apptest.Start(t, apptest.Options{Env: execScopes, Projects: []string{"alpha"}})
+	g := openGrant(t, env, "reader")
+	if sc := g.shell(`mkdir -p "$HOME/bin" && printf '#!/bin/sh\necho ran\n' > "$HOME/bin/tool" && chmod +x "$HOME/bin/tool" && echo planted`); !strings.Contains(sc["output"].(string), "planted") {
+		t.Fatalf("plant: %v", sc)
+	}
+	tools, _ := env.LookupEnv("DEVSPACE_TOOLS_DIR")
+	homes, _ := filepath.Glob(filepath.Join(tools, "t-*"))
+	if len(homes) != 1 {
+		t.Fatalf("tool homes: %v", homes)
+	}
+	sc, _ := g.call("exec_command", map[string]any{"operationId": "reader", "shell": true, "sandbox": "readOnly",
+		"command": "sleep 60; tool"})
+	if sc["status"] != "running" {
+		t.Fatalf("the readOnly command is not running: %v", sc)
+	}
+	// A fresh clone replaces the root: its tool home is keyed anew.
+	root := env.Roots["alpha"]
+	if err := os.Rename(root, root+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	cl, base := signedIn(t, env)
+	page := getPage(t, cl, base+"/projects")
+	form := url.Values{"csrf": {csrfOf(t, page)}, "confirm": {"yes"}}
+	resp, err := cl.PostForm(base+"/projects/clear-orphan-tools", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := os.Stat(filepath.Join(homes[0], "bin", "tool")); err != nil {
+		t.Errorf("the tool home a live readOnly command runs its tools from was removed: %v", err)
+	}
+}

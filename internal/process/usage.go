@@ -31,6 +31,9 @@ type Running struct {
 	// Tools is the tool home the command may write ("" when it has none
 	// or is readOnly).
 	Tools string
+	// ToolHome is the tool home it runs with, readOnly or not ("" when
+	// it has none): a readOnly command reads and executes its tools there.
+	ToolHome string
 	// OutputBytes is what it wrote to its output (the spool, in the state
 	// directory).
 	OutputBytes int64
@@ -59,7 +62,7 @@ func (m *Manager) Commands() []Running {
 			continue
 		}
 		r := Running{ID: p.id, Group: p.group, Root: p.root, WritesRoot: !p.readOnly, Scratch: m.scratchPath(p.group), Tenant: p.tenant,
-			OutputBytes: st.OutputBytes}
+			ToolHome: p.tools, OutputBytes: st.OutputBytes}
 		if !p.readOnly {
 			r.Tools = p.tools
 		}
