@@ -116,6 +116,8 @@ type App struct {
 	console     *console.Console  // nil when DEVSPACE_ADMIN_LISTEN is off
 	http        *httpserver.Server
 	activity    *activity.Recorder // tool calls and commands running, for the console
+	now         func() time.Time   // Options.Now, else time.Now
+	statePruned chan struct{}      // closed when pruneStateLoop has returned; nil until it starts
 }
 
 // ErrNotInitialized means the configured state directory holds no
@@ -223,7 +225,10 @@ func openCore(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Op
 	}
 	m := metrics.New()
 	a := &App{cfg: cfg, log: log, store: st, auth: auth, catalog: catalog, metrics: m, settleAfter: cmp.Or(opts.Settle, Settle),
-		activity: activity.New(activity.Options{Now: opts.Now})}
+		activity: activity.New(activity.Options{Now: opts.Now}), now: opts.Now}
+	if a.now == nil {
+		a.now = time.Now
+	}
 	sandboxOpts := commandSandbox(cfg, opts)
 	sandboxState := process.SandboxStateOf(sandboxOpts)
 	scopes := cfg.OAuthScopes
@@ -446,6 +451,13 @@ func (a *App) StartBackground() {
 		if a.procs != nil {
 			a.procs.Warm()
 		}
+		if a.bg != nil {
+			a.statePruned = make(chan struct{})
+			go func() {
+				defer close(a.statePruned)
+				a.pruneStateLoop(a.bg)
+			}()
+		}
 	})
 }
 
@@ -481,6 +493,9 @@ func (a *App) Close() error {
 	}
 	if a.stopBg != nil {
 		a.stopBg()
+	}
+	if a.statePruned != nil {
+		<-a.statePruned // it writes to the store
 	}
 	if a.pruned != nil {
 		a.pruneBegin() // ends at once if it had not begun: bg is done

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The append-only tables (audit events, Thread activity, token
+// issuances) grow with every call a grant makes; these bound them
+// (docs/decisions.md, "What the state keeps"). The App runs them in the
+// background with PruneOperations and PruneTokens.
+
+// PruneAudit deletes the audit events recorded before before, and all but
+// the newest keep of the rest, and returns how many it deleted.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time, keep int) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM audit_events WHERE at < ?
+		OR id <= (SELECT id FROM audit_events ORDER BY id DESC LIMIT 1 OFFSET ?)`, before.UTC(), keep)
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune audit events: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// PruneActivity keeps the newest keep entries of each Thread's activity
+// and deletes the older ones: a resumed conversation reads what happened
+// lately, and a Thread a grant drives for weeks must not grow the state
+// without bound. It returns how many it deleted.
+func (s *Store) PruneActivity(ctx context.Context, keep int) (int64, error) {
+	return s.keepNewest(ctx, "thread_activity", "thread_ref", keep)
+}
+
+// PruneGrantTokens keeps the newest keep token issuances of each grant
+// and deletes the older ones. Each refresh adds an issuance and the
+// rotated ones stay until their refresh token's expiry (30 days): a grant
+// refreshing in a loop would grow the table by thousands an hour. What an
+// old issuance gave, the replay check of its rotated refresh token, goes
+// with it; that token is refused all the same (it is no longer known).
+func (s *Store) PruneGrantTokens(ctx context.Context, keep int) (int64, error) {
+	return s.keepNewest(ctx, "oauth_tokens", "grant_id", keep)
+}
+
+// keepNewest deletes the rows of table beyond the newest keep (by id) of
+// each value of column. table and column are the callers' constants.
+func (s *Store) keepNewest(ctx context.Context, table, column string, keep int) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM `+table+` WHERE id IN (
+		SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY `+column+` ORDER BY id DESC) AS n FROM `+table+`)
+		WHERE n > ?)`, keep)
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune %s: %w", table, res.Error)
+	}
+	return res.RowsAffected, nil
+}
