@@ -33,6 +33,13 @@ const DefaultTTL = 24 * time.Hour
 // MaxResultBytes bounds a stored result (docs/design.md §9: 2 MiB).
 const MaxResultBytes = store.MaxOperationResultBytes
 
+// DefaultGrantBytes bounds the stored results one grant's records hold
+// together (docs/design.md §9): past it the grant's oldest results are
+// dropped, down to three quarters of it. The state volume is every
+// grant's; within the 24 h a record lives, one grant's calls could
+// otherwise fill it.
+const DefaultGrantBytes = 64 << 20
+
 // Errors of Do. This package owns them; each says its code (and the two
 // phase sentinels their phase: package fault), which the edge looks up
 // once (docs/design.md §8).
@@ -101,6 +108,9 @@ type Options struct {
 	// Now is the clock Prune uses; nil means the store's clock, which also
 	// stamps reservations.
 	Now func() time.Time
+	// GrantBytes bounds the stored results of one grant's records. Zero
+	// means DefaultGrantBytes.
+	GrantBytes int64
 }
 
 // Service runs effects at most once per Key. It is safe for concurrent use.
@@ -113,13 +123,21 @@ type Service struct {
 
 	mu       sync.Mutex
 	inflight map[Key]chan struct{} // closed when the owning call returns
+
+	grantBytes int64
+	held       map[string]int64 // grant → result bytes its records hold, as of its last count plus what it stored since
+	trimming   map[string]bool  // grants whose oldest results are being dropped
 }
 
 // New returns a Service recording operations in st.
 func New(st *store.Store, opts Options) *Service {
-	s := &Service{st: st, ttl: opts.TTL, now: opts.Now, inflight: map[Key]chan struct{}{}}
+	s := &Service{st: st, ttl: opts.TTL, now: opts.Now, inflight: map[Key]chan struct{}{},
+		grantBytes: opts.GrantBytes, held: map[string]int64{}, trimming: map[string]bool{}}
 	if s.ttl <= 0 {
 		s.ttl = DefaultTTL
+	}
+	if s.grantBytes <= 0 {
+		s.grantBytes = DefaultGrantBytes
 	}
 	if s.now == nil {
 		s.now = st.Now
@@ -237,7 +255,46 @@ func (s *Service) run(ctx context.Context, key Key, requestHash string, fn func(
 		// so retries get ErrOutcomeUnknown rather than a second effect.
 		return nil, false, fmt.Errorf("%w: record result: %w", ErrOutcomeUnknown, err)
 	}
+	s.holdResult(bg, key.GrantID, int64(len(result)))
 	return result, false, nil
+}
+
+// holdResult counts n more result bytes held by grant's records and, past
+// the service's GrantBytes, drops the grant's oldest results down to three
+// quarters of it (store.DropOldestResults). The first count of a grant
+// since the start reads its records. A failure to count or drop is
+// harmless to the call that stored: the next one tries again.
+func (s *Service) holdResult(ctx context.Context, grant string, n int64) {
+	s.mu.Lock()
+	held, counted := s.held[grant]
+	s.mu.Unlock()
+	if !counted {
+		total, err := s.st.OperationResultBytes(ctx, grant)
+		if err != nil {
+			return
+		}
+		held, n = total, 0 // the total includes what was just stored
+	}
+	s.mu.Lock()
+	held += n
+	s.held[grant] = held
+	trim := held > s.grantBytes && !s.trimming[grant]
+	if trim {
+		s.trimming[grant] = true
+	}
+	s.mu.Unlock()
+	if !trim {
+		return
+	}
+	after, err := s.st.DropOldestResults(ctx, grant, s.grantBytes/4*3)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.trimming, grant)
+	if err != nil {
+		delete(s.held, grant) // counted again next time
+		return
+	}
+	s.held[grant] = after
 }
 
 // Prune deletes records whose TTL has passed and returns how many. Run it

@@ -427,3 +427,52 @@ func TestDoSaysItsPhase(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantResultBytes: one grant's stored results are bounded. Past
+// GrantBytes its oldest results are dropped (down to three quarters):
+// their retries are answered "outcome unknown" and never run again; its
+// newest replay; another grant's records are untouched; and a new Service
+// over the same store counts what the grant already holds.
+func TestGrantResultBytes(t *testing.T) {
+	clk := testutil.NewClock(time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC))
+	st := openStore(t, t.TempDir(), clk)
+	s := New(st, Options{GrantBytes: 10_000})
+	result := strings.Repeat("r", 3_000)
+	keyOf := func(grant string, i int) Key {
+		return Key{GrantID: grant, ExecutionID: "exec-1", Tool: "exec_command", OperationID: fmt.Sprintf("op-%d", i)}
+	}
+	var runs atomic.Int64
+	other := keyOf("grant-2", 0)
+	checkOutcome(t, "other grant", do(t, s, other, "h", counter(&runs, result)), outcome{Result: result})
+	for i := range 4 { // 12,000 bytes: past 10,000 at the fourth
+		clk.Advance(time.Second)
+		checkOutcome(t, fmt.Sprintf("op-%d", i), do(t, s, keyOf("grant-1", i), "h", counter(&runs, result)), outcome{Result: result})
+	}
+	if n, err := st.OperationResultBytes(context.Background(), "grant-1"); err != nil || n > 7_500 {
+		t.Fatalf("grant-1 holds %d bytes (%v), want at most 7,500", n, err)
+	}
+	before := runs.Load()
+	for i, want := range []outcome{
+		{Err: ErrOutcomeUnknown}, {Err: ErrOutcomeUnknown}, // dropped, the oldest
+		{Result: result, Replayed: true}, {Result: result, Replayed: true},
+	} {
+		checkOutcome(t, fmt.Sprintf("retry of op-%d", i), do(t, s, keyOf("grant-1", i), "h", counter(&runs, result)), want)
+	}
+	checkOutcome(t, "other grant's retry", do(t, s, other, "h", counter(&runs, result)), outcome{Result: result, Replayed: true})
+	if runs.Load() != before {
+		t.Fatalf("a retry ran its effect again (%d runs, want %d)", runs.Load(), before)
+	}
+
+	// A restart: the new Service counts what grant-1 holds (6,000) first.
+	s = New(st, Options{GrantBytes: 10_000})
+	for i := 4; i < 6; i++ {
+		clk.Advance(time.Second)
+		checkOutcome(t, fmt.Sprintf("op-%d", i), do(t, s, keyOf("grant-1", i), "h", counter(&runs, result)), outcome{Result: result})
+	}
+	if n, err := st.OperationResultBytes(context.Background(), "grant-1"); err != nil || n > 7_500 {
+		t.Fatalf("after a restart grant-1 holds %d bytes (%v), want at most 7,500", n, err)
+	}
+	if n, err := st.OperationResultBytes(context.Background(), "grant-2"); err != nil || n != 3_000 {
+		t.Errorf("grant-2 holds %d bytes (%v), want its 3,000", n, err)
+	}
+}

@@ -244,3 +244,32 @@ func (s *Store) PruneOperations(ctx context.Context, now time.Time) (int64, erro
 	}
 	return res.RowsAffected, nil
 }
+
+// OperationResultBytes returns the bytes of stored results grantID's
+// records hold.
+func (s *Store) OperationResultBytes(ctx context.Context, grantID string) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT COALESCE(SUM(LENGTH(result)), 0) FROM operations WHERE grant_id = ?`, grantID).
+		Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("operation result bytes: %w", err)
+	}
+	return n, nil
+}
+
+// DropOldestResults keeps the newest committed results of grantID that
+// fit in keep bytes and drops the others' results: their records become
+// unknown (a retry with their operationId is answered "outcome unknown",
+// never run again). It returns the bytes grantID's records hold after.
+func (s *Store) DropOldestResults(ctx context.Context, grantID string, keep int64) (int64, error) {
+	res := s.db.WithContext(ctx).Exec(`UPDATE operations SET state = ?, result = NULL
+		WHERE (grant_id, execution_id, tool, operation_id) IN (
+			SELECT grant_id, execution_id, tool, operation_id FROM (
+				SELECT grant_id, execution_id, tool, operation_id,
+					SUM(LENGTH(result)) OVER (ORDER BY completed_at DESC, operation_id DESC ROWS UNBOUNDED PRECEDING) AS upto
+				FROM operations WHERE grant_id = ? AND state = ?)
+			WHERE upto > ?)`, string(OperationUnknown), grantID, string(OperationCommitted), keep)
+	if res.Error != nil {
+		return 0, fmt.Errorf("drop oldest results: %w", res.Error)
+	}
+	return s.OperationResultBytes(ctx, grantID)
+}
