@@ -208,13 +208,11 @@ func (a *App) ClearOrphanTools(ctx context.Context) (control.ClearToolsResult, e
 	if unsure != "" && len(dirs) > 0 {
 		return control.ClearToolsResult{}, fmt.Errorf("project %s: %w", unsure, control.ErrOrphansUnsure)
 	}
-	// With no Project configured every tool home looks orphaned: far more
-	// likely an environment that does not name the Projects (the CLI
-	// without a server, DEVSPACE_PROJECTS set only for the server) than a
-	// server that has none. Nothing is removed.
+	// With no Project configured every tool home looks orphaned, and an
+	// emptied DEVSPACE_PROJECTS is likelier a mistake than the Owner's
+	// wish to lose every toolchain: nothing is removed.
 	if len(a.Projects()) == 0 && len(dirs) > 0 {
-		return control.ClearToolsResult{}, fmt.Errorf("no Project is configured here (DEVSPACE_PROJECTS), so every tool home looks orphaned; "+
-			"run it with the server's DEVSPACE_PROJECTS: %w", control.ErrOrphansUnsure)
+		return control.ClearToolsResult{}, fmt.Errorf("no Project is configured (DEVSPACE_PROJECTS): %w", control.ErrOrphansUnsure)
 	}
 	var res control.ClearToolsResult
 	for _, d := range dirs {

@@ -187,7 +187,7 @@ var flashes = map[string]string{
 	"no-project":          "No Project with that label.",
 	"orphans-removed":     "The tool homes of no configured Project were removed.",
 	"orphans-unconfirmed": "Nothing removed: the confirmation box was not ticked.",
-	"orphans-unsure":      "Nothing removed: a configured Project is not accessible, so its tool home cannot be told from an orphan's.",
+	"orphans-unsure":      "Nothing removed: a configured Project is not accessible, or none is configured, so a Project's tool home cannot be told from an orphan's.",
 }
 
 // back redirects to path after an action, with the key of a message of

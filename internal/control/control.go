@@ -81,8 +81,9 @@ type OrphanTools struct {
 }
 
 // ErrOrphansUnsure means orphaned tool homes were not removed because a
-// configured Project is not accessible (OrphanTools.Unsure).
-var ErrOrphansUnsure = errors.New("a configured Project is not accessible, so its tool home cannot be told from an orphan's; make it accessible or remove it from DEVSPACE_PROJECTS first")
+// configured Project is not accessible (OrphanTools.Unsure), or none is
+// configured: a Project's tool home could not be told from an orphan's.
+var ErrOrphansUnsure = errors.New("nothing removed: a configured Project is not accessible, or none is configured, so a Project's tool home cannot be told from an orphan's; make every Project in DEVSPACE_PROJECTS accessible first")
 
 // RevokeAllResult reports how many grants an emergency action ended.
 // NotRecorded is set when the action holds in the running server but its
