@@ -21,6 +21,10 @@ const (
 	// tokensKeepPerGrant bounds a grant's token issuances (one more per
 	// refresh): its newest 64.
 	tokensKeepPerGrant = 64
+	// executionsKeepPerGrant bounds a grant's closed executions (one per
+	// conversation it opened, each with its Thread and journal): its
+	// newest 200; open ones are never pruned.
+	executionsKeepPerGrant = 200
 )
 
 // pruneStateLoop prunes the state at once and then every pruneEvery
@@ -40,7 +44,8 @@ func (a *App) pruneStateLoop(ctx context.Context) {
 
 // pruneState deletes the idempotency records past their TTL, the token
 // issuances whose every credential expired and those beyond a grant's
-// newest tokensKeepPerGrant, each Thread's activity beyond its newest
+// newest tokensKeepPerGrant, a grant's closed executions beyond its
+// newest executionsKeepPerGrant, each Thread's activity beyond its newest
 // activityKeepPerThread, and the audit events past auditKeepAge or beyond
 // the newest auditKeepRows. A failed step is logged; the next round tries
 // again.
@@ -53,6 +58,7 @@ func (a *App) pruneState(ctx context.Context) {
 		{"operations", func() (int64, error) { return a.store.PruneOperations(ctx, now) }},
 		{"oauth_tokens", func() (int64, error) { return a.store.PruneTokens(ctx, now) }},
 		{"oauth_tokens", func() (int64, error) { return a.store.PruneGrantTokens(ctx, tokensKeepPerGrant) }},
+		{"executions", func() (int64, error) { return a.store.PruneClosedExecutions(ctx, executionsKeepPerGrant) }},
 		{"thread_activity", func() (int64, error) { return a.store.PruneActivity(ctx, activityKeepPerThread) }},
 		// Last: a round whose audit step is done is done (the tests wait
 		// for it through the audit log).

@@ -15,8 +15,9 @@ import (
 // idempotency records, token issuances, audit events, Thread activity —
 // is pruned by the running server (at start, then every 10 minutes): an
 // expired record, an audit event 100 days old, a grant's issuances beyond
-// its newest 64 and a Thread's activity beyond its newest 1,000 are gone
-// after a restart, and what is still needed stays.
+// its newest 64, its closed executions beyond its newest 200 and a
+// Thread's activity beyond its newest 1,000 are gone after a restart, and
+// what is still needed stays.
 func TestServerPrunesItsState(t *testing.T) {
 	ctx := context.Background()
 	env := apptest.Start(t, apptest.Options{})
@@ -70,6 +71,17 @@ func TestServerPrunesItsState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// 205 closed conversations of another grant, one at a time.
+	for i := range 205 {
+		at = now.Add(time.Duration(i) * time.Second)
+		if err := st.CreateExecution(ctx, &store.Execution{ID: fmt.Sprintf("x%03d", i), GrantID: "g-sessions", ClientID: "c1",
+			ProjectRef: "p1", SessionRef: fmt.Sprintf("s%03d", i), ActorRef: "a1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CloseExecutions(ctx, []string{"g-sessions"}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st.Close()
 
 	env.Restart() // the first round runs at once in the background
@@ -119,6 +131,15 @@ func TestServerPrunesItsState(t *testing.T) {
 	}
 	if len(acts) != 1_000 || acts[len(acts)-1].Data != `{"n":1099}` {
 		t.Errorf("the Thread keeps %d entries (last %+v), want its newest 1,000", len(acts), acts[len(acts)-1])
+	}
+	if _, err := st.ExecutionByID(ctx, "x004"); err == nil {
+		t.Error("a closed execution beyond the grant's newest 200 survived")
+	}
+	if _, err := st.ExecutionByID(ctx, "x005"); err != nil {
+		t.Errorf("the 200th newest closed execution: %v", err)
+	}
+	if _, err := st.ExecutionByID(ctx, "e1"); err != nil {
+		t.Errorf("the other grant's execution: %v", err)
 	}
 	events, err := st.RecentAudit(ctx, 100)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // The append-only tables (audit events, Thread activity, token
@@ -50,4 +52,30 @@ func (s *Store) keepNewest(ctx context.Context, table, column string, keep int) 
 		return 0, fmt.Errorf("prune %s: %w", table, res.Error)
 	}
 	return res.RowsAffected, nil
+}
+
+// PruneClosedExecutions keeps each grant's newest keep closed executions
+// and deletes the older ones with their bindings, Threads (and so their
+// activity), patch journals and delivered instructions: a grant that
+// opens session after session would otherwise add rows for ever. Open
+// executions are never touched. It returns how many executions it
+// deleted.
+func (s *Store) PruneClosedExecutions(ctx context.Context, keep int) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		old := `SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY grant_id ORDER BY created_at DESC, id DESC) AS n
+			FROM executions WHERE closed_at IS NOT NULL) WHERE n > ?`
+		for _, table := range []string{"bindings", "threads"} {
+			if err := tx.Exec(`DELETE FROM `+table+` WHERE execution_id IN (`+old+`)`, keep).Error; err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+		}
+		res := tx.Exec(`DELETE FROM executions WHERE id IN (`+old+`)`, keep)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune closed executions: %w", err)
+	}
+	return n, nil
 }

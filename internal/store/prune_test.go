@@ -131,3 +131,58 @@ func TestPruneGrantTokens(t *testing.T) {
 		t.Error("the oldest issuance survived")
 	}
 }
+
+// TestPruneClosedExecutions: a grant keeps its newest closed executions
+// and every open one; the older closed ones go with their Thread,
+// activity, journal and binding; another grant's are untouched.
+func TestPruneClosedExecutions(t *testing.T) {
+	ctx := context.Background()
+	s, clk := openTestStore(t)
+	open := func(grant, id string) {
+		t.Helper()
+		clk.Advance(time.Minute)
+		if err := s.CreateExecution(ctx, &Execution{ID: id, GrantID: grant, ClientID: "c1", ProjectRef: "p1",
+			SessionRef: "s-" + id, ActorRef: "a1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Bind(ctx, grant, "s-"+id, "a1", id); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateThread(ctx, &Thread{Ref: "thr-" + id, ExecutionID: id, GrantID: grant, ActorRef: "a1", ProjectRef: "p1",
+			Status: "active"}, "opened", "{}"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendJournal(ctx, id, "patch", "[]", "diff"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 4; i++ {
+		open("g1", fmt.Sprintf("e%d", i))
+		if _, err := s.CloseExecutions(ctx, []string{"g1"}, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open("g1", "e5") // open: never pruned
+	open("g2", "f1")
+	if _, err := s.CloseExecutions(ctx, []string{"g2"}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PruneClosedExecutions(ctx, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d (%v), want g1's two oldest closed", n, err)
+	}
+	for id, want := range map[string]bool{"e1": false, "e2": false, "e3": true, "e4": true, "e5": true, "f1": true} {
+		_, err := s.ExecutionByID(ctx, id)
+		if kept := err == nil; kept != want {
+			t.Errorf("execution %s kept = %v (%v), want %v", id, kept, err, want)
+		}
+		for table, col := range map[string]string{"threads": "execution_id", "patch_journal": "execution_id", "bindings": "execution_id"} {
+			if got := count(t, s, table, col+" = ?", id) > 0; got != want {
+				t.Errorf("%s of %s kept = %v, want %v", table, id, got, want)
+			}
+		}
+		if got := count(t, s, "thread_activity", "thread_ref = ?", "thr-"+id) > 0; got != want {
+			t.Errorf("activity of %s kept = %v, want %v", id, got, want)
+		}
+	}
+}
