@@ -43,15 +43,29 @@ func (s *Store) PruneGrantTokens(ctx context.Context, keep int) (int64, error) {
 }
 
 // keepNewest deletes the rows of table beyond the newest keep (by id) of
-// each value of column. table and column are the callers' constants.
+// each value of column. table and column are the callers' constants, and
+// column is indexed: the groups over keep are found by a read of that
+// index, then each is cut in a statement of its own, so that no write
+// holds the database for a scan of the whole table.
 func (s *Store) keepNewest(ctx context.Context, table, column string, keep int) (int64, error) {
-	res := s.db.WithContext(ctx).Exec(`DELETE FROM `+table+` WHERE id IN (
-		SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY `+column+` ORDER BY id DESC) AS n FROM `+table+`)
-		WHERE n > ?)`, keep)
-	if res.Error != nil {
-		return 0, fmt.Errorf("prune %s: %w", table, res.Error)
+	if keep < 1 {
+		return 0, fmt.Errorf("prune %s: keep %d, want at least 1", table, keep)
 	}
-	return res.RowsAffected, nil
+	var over []string
+	if err := s.db.WithContext(ctx).Raw(`SELECT `+column+` FROM `+table+` GROUP BY `+column+` HAVING COUNT(*) > ?`, keep).
+		Scan(&over).Error; err != nil {
+		return 0, fmt.Errorf("prune %s: %w", table, err)
+	}
+	var n int64
+	for _, v := range over {
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM `+table+` WHERE `+column+` = ? AND id <
+			(SELECT id FROM `+table+` WHERE `+column+` = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`, v, v, keep-1)
+		if res.Error != nil {
+			return n, fmt.Errorf("prune %s: %w", table, res.Error)
+		}
+		n += res.RowsAffected
+	}
+	return n, nil
 }
 
 // PruneClosedExecutions keeps each grant's newest keep closed executions
