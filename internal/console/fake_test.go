@@ -284,28 +284,8 @@ func (h *harness) url(c *http.Client, path string) string {
 func (h *harness) get(c *http.Client, path string, hdr map[string]string) (int, string) {
 	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, h.url(c, path), nil)
-	for k, v := range hdr {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, b.String()
+	resp, body := h.do(c, req, hdr)
+	return resp.StatusCode, body
 }
 
 // post sends a form with c; hdr may set Host, Origin or Sec-Fetch-Site.
@@ -313,6 +293,14 @@ func (h *harness) post(c *http.Client, path string, form url.Values, hdr map[str
 	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, h.url(c, path), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return h.do(c, req, hdr)
+}
+
+// do sends req with c, hdr's headers set (Host as the request's host),
+// and returns the response with its whole body read (a stream's body is
+// read until it ends).
+func (h *harness) do(c *http.Client, req *http.Request, hdr map[string]string) (*http.Response, string) {
+	h.t.Helper()
 	for k, v := range hdr {
 		if k == "Host" {
 			req.Host = v
