@@ -12,23 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // transport is shared by every client of a harness: enough idle
 // connections per host that 200 concurrent sessions do not churn sockets.
 var transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second}
-
-// bearer adds a token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 // connect opens a stateful (2025-11-25) go-sdk session to endpoint, with a
 // bearer token unless token is "".
@@ -41,7 +30,7 @@ func connect(ctx context.Context, endpoint, token string) (*mcp.ClientSession, e
 func connectVersion(ctx context.Context, endpoint, token, version string) (*mcp.ClientSession, error) {
 	var rt http.RoundTripper = transport
 	if token != "" {
-		rt = bearer{token, transport}
+		rt = testutil.Bearer(token, transport)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "devspace-bench", Version: "1"}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true, MaxRetries: -1,

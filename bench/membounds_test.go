@@ -22,6 +22,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/mcpserver"
 	"github.com/devspace-dev/devspace/internal/patch"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // heapPeak runs f and returns how far the live heap rose above its level
@@ -354,7 +355,7 @@ func openGrant(t *testing.T, env *apptest.Env, name string) (*session, *rawCalle
 	_, tok := env.Grant(apptest.Approval{Scopes: allScopes})
 	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, transport)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

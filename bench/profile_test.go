@@ -28,7 +28,7 @@ func profileSession(b *testing.B) (*apptest.Env, *session) {
 	_, tok := env.Grant(apptest.Approval{Scopes: allScopes})
 	client := mcp.NewClient(&mcp.Implementation{Name: "profile", Version: "1"}, nil)
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, transport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, transport)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)
 	}

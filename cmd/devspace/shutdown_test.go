@@ -18,18 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 // streamWatch sees the client's standalone event stream (GET /mcp): opened
 // is closed when the server answered it with an event stream, ended when
@@ -128,7 +118,7 @@ func TestShutdownWithOpenStream(t *testing.T) {
 	// The standalone SSE stream (GET /mcp) stays open until the server
 	// ends it. Only the stateful revisions have it (2026-07-28 removed
 	// it, and the client would pick that one).
-	stream := newStreamWatch(bearer{tok.AccessToken, http.DefaultTransport})
+	stream := newStreamWatch(testutil.Bearer(tok.AccessToken, http.DefaultTransport))
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp",
 		HTTPClient: &http.Client{Transport: stream}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/activity"
 	"github.com/devspace-dev/devspace/internal/app"
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 var allScopes = []string{"project:read", "project:write", "process:execute"}
@@ -42,7 +43,7 @@ func startActivity(t *testing.T) *activityEnv {
 	tok := env.GrantFor(c, apptest.Approval{Scopes: allScopes})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "activity-test", Version: "1"}, nil).Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearerTransport(tok.AccessToken)}}, nil)
+			HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, nil)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,13 +336,4 @@ func TestActivityPatchesAndUndos(t *testing.T) {
 	if got, _ := e.App.RecentPatches(ctx, 0); len(got) != 0 {
 		t.Errorf("RecentPatches(0) = %d entries", len(got))
 	}
-}
-
-// bearerTransport adds the access token to every request.
-type bearerTransport string
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
 }

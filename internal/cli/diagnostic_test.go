@@ -26,6 +26,7 @@ import (
 	"github.com/devspace-dev/devspace/internal/config"
 	"github.com/devspace-dev/devspace/internal/control"
 	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // TestDiagnosticRedacts: the support bundle of a running instance with a
@@ -267,7 +268,7 @@ func TestDiagnosticCountsRunningCommands(t *testing.T) {
 	_, tok := env.Grant(apptest.Approval{Scopes: scopes})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "diagnostic-test", Version: "1"}, nil).Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearerTransport(tok.AccessToken)}}, nil)
+			HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, nil)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,13 +303,4 @@ func TestDiagnosticCountsRunningCommands(t *testing.T) {
 			t.Fatalf("processesRunning after the interrupt = %v", running())
 		}
 	}
-}
-
-// bearerTransport adds the access token to every request.
-type bearerTransport string
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
 }

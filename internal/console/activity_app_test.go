@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -16,24 +15,8 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/browsertest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-// markedAlive lists the processes whose command line or environment holds
-// marker (the process tests' check that nothing of a command is left).
-func markedAlive(marker string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		for _, f := range []string{"cmdline", "environ"} {
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), f))
-			if err == nil && bytes.Contains(b, []byte(marker)) {
-				out = append(out, e.Name())
-				break
-			}
-		}
-	}
-	return out
-}
 
 func newMarker(t *testing.T) string {
 	t.Helper()
@@ -46,9 +29,9 @@ func newMarker(t *testing.T) string {
 func waitGone(t *testing.T, marker, what string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(markedAlive(marker)) > 0 {
+	for len(testutil.MarkedAlive(marker)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes left: %v", what, markedAlive(marker))
+			t.Fatalf("%s: processes left: %v", what, testutil.MarkedAlive(marker))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -11,21 +11,11 @@ import (
 
 	"github.com/devspace-dev/devspace/internal/apptest"
 	"github.com/devspace-dev/devspace/internal/sandbox"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 // execScopes lets grants run commands.
 var execScopes = map[string]string{"DEVSPACE_OAUTH_SCOPES": "project:read project:write process:execute"}
-
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 // grantSession is a real grant's MCP session with an open execution on
 // its first Project, as ChatGPT would hold one.
@@ -43,7 +33,7 @@ func openGrant(t *testing.T, env *apptest.Env, name string) *grantSession {
 	tok := env.GrantFor(c, apptest.Approval{Scopes: []string{"project:read", "project:write", "process:execute"}})
 	client := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}, DisableStandaloneSSE: true}
+		HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, http.DefaultTransport)}, DisableStandaloneSSE: true}
 	cs, err := client.Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)

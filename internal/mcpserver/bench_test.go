@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
 
 type bareIn struct{}
@@ -49,7 +50,7 @@ func BenchmarkListProjects(b *testing.B) {
 		_, tok := env.Grant(apptest.Approval{Projects: []string{"alpha", "beta"}})
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, http.DefaultTransport)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func BenchmarkReadFiles(b *testing.B) {
 	_, tok := env.Grant(apptest.Approval{})
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp", DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tok.AccessToken, http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		HTTPClient: &http.Client{Transport: testutil.Bearer(tok.AccessToken, http.DefaultTransport)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,35 +1,14 @@
 package mcpserver_test
 
 import (
-	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-// markedAlive returns the processes whose command line or environment
-// carries marker: every process of a command started with the marker in
-// its environment, a daemon's children included.
-func markedAlive(marker string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		for _, f := range []string{"cmdline", "environ"} {
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), f))
-			if err == nil && bytes.Contains(b, []byte(marker)) {
-				c, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-				out = append(out, e.Name()+" "+string(bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
-				break
-			}
-		}
-	}
-	return out
-}
 
 // daemonUnderInterrupt is a command an interrupt's SIGINT does not end
 // entirely: the foreground sleep dies, the setsid loop (a background job
@@ -44,9 +23,9 @@ func startDaemonUnderInterrupt(t *testing.T, cs *mcp.ClientSession, me map[strin
 		t.Fatalf("exec: %v", sc)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(markedAlive(mark)) < 3 { // sh, the setsid loop, sleep 1000
+	for len(testutil.MarkedAlive(mark)) < 3 { // sh, the setsid loop, sleep 1000
 		if time.Now().After(deadline) {
-			t.Fatalf("the command's tree never appeared: %v", markedAlive(mark))
+			t.Fatalf("the command's tree never appeared: %v", testutil.MarkedAlive(mark))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -81,11 +60,11 @@ func TestSecondInterruptWhileTreeLives(t *testing.T) {
 	}
 	// The SIGINT ended the foreground sleep (and the shell); the daemon
 	// lives until the interrupt's grace is over.
-	if ps := markedAlive(mark); len(ps) == 0 {
+	if ps := testutil.MarkedAlive(mark); len(ps) == 0 {
 		t.Fatal("the daemon did not outlive SIGINT; the test proves nothing")
 	}
 	if n := interrupt("i2"); n != 1 {
-		t.Errorf("second interrupt while the tree lives reached %v commands, want 1 (alive: %v)", n, markedAlive(mark))
+		t.Errorf("second interrupt while the tree lives reached %v commands, want 1 (alive: %v)", n, testutil.MarkedAlive(mark))
 	}
 	// Until the escalation has killed the tree, every interrupt reaches
 	// it; the first answer of 0 comes with nothing left.
@@ -93,13 +72,13 @@ func TestSecondInterruptWhileTreeLives(t *testing.T) {
 	for i := 3; ; i++ {
 		n := interrupt("i" + itoa(i))
 		if n == 0 {
-			if ps := markedAlive(mark); len(ps) > 0 {
+			if ps := testutil.MarkedAlive(mark); len(ps) > 0 {
 				t.Fatalf("interrupted: 0 while the tree lives: %v", ps)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the tree outlived its interrupt: %v", markedAlive(mark))
+			t.Fatalf("the tree outlived its interrupt: %v", testutil.MarkedAlive(mark))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -129,10 +108,10 @@ func TestWriteStdinInterruptKillsDaemon(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the tree outlived write_stdin interrupt: %v (alive: %v)", st, markedAlive(mark))
+			t.Fatalf("the tree outlived write_stdin interrupt: %v (alive: %v)", st, testutil.MarkedAlive(mark))
 		}
 	}
-	if ps := markedAlive(mark); len(ps) > 0 {
+	if ps := testutil.MarkedAlive(mark); len(ps) > 0 {
 		t.Errorf("processes survive write_stdin interrupt: %v", ps)
 	}
 	// interruptKilled is not asserted: it is not kept in the retained

@@ -15,19 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/devspace-dev/devspace/internal/apptest"
+	"github.com/devspace-dev/devspace/internal/testutil"
 )
-
-// bearer adds a token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 // connect opens a go-sdk client session. version "" lets the client pick
 // (it tries the stateless 2026-07-28 revision first).
@@ -35,7 +24,7 @@ func connect(t *testing.T, env *apptest.Env, token, version string) *mcp.ClientS
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "devspace-test", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: env.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, DisableStandaloneSSE: true}
+		HTTPClient: &http.Client{Transport: testutil.Bearer(token, http.DefaultTransport)}, DisableStandaloneSSE: true}
 	cs, err := client.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)

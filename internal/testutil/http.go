@@ -59,3 +59,24 @@ func PostOversized(t testing.TB, rawURL string, header map[string]string, size i
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// Bearer is a RoundTripper that sends every request through base (or
+// http.DefaultTransport when nil) with "Authorization: Bearer token", as
+// an MCP client holding an access token does.
+func Bearer(token string, base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return bearer{token, base}
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}

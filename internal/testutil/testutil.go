@@ -136,3 +136,23 @@ func (w *SyncBuffer) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// MarkedAlive returns the processes whose command line or environment
+// carries marker, each as its PID and command line: every process of a
+// command started with the marker in its environment, a daemon's
+// children included (the check that nothing of a command is left).
+func MarkedAlive(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		for _, f := range []string{"cmdline", "environ"} {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), f))
+			if err == nil && bytes.Contains(b, []byte(marker)) {
+				c, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+				out = append(out, e.Name()+" "+string(bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
+				break
+			}
+		}
+	}
+	return out
+}
